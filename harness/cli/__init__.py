@@ -1,0 +1,1 @@
+"""The ``harness`` command line: thin commands over the library API."""

@@ -1,0 +1,68 @@
+"""Entry point of the ``harness`` command: the command group, plugin commands, and error handling.
+
+User errors (:class:`harness.errors.HarnessError`) print one line on stderr and exit with 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from harness import __version__
+from harness.errors import HarnessError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+def cli() -> None:
+    """Benchmark open-domain QA retrievers with the exact DPR protocol (top-k answer accuracy)."""
+
+
+def _add_builtin_commands() -> None:
+    from harness.cli.leaderboard import leaderboard
+    from harness.cli.listing import list_command, plugins_command
+    from harness.cli.run import run
+
+    for command in (run, leaderboard, list_command, plugins_command):
+        cli.add_command(command)
+
+
+def _add_plugin_commands() -> None:
+    from harness.plugins import loaded_plugins
+
+    loaded = loaded_plugins()
+    for failure in loaded.failures:
+        click.echo(
+            f"harness: warning: plugin {failure.name!r} ({failure.distribution} {failure.version}) "
+            f"failed to load and was skipped: {failure.error} (HARNESS_STRICT_PLUGINS=1 makes this an error)",
+            err=True,
+        )
+    loaded.manager.hook.register_commands(cli=cli)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        _add_builtin_commands()
+        _add_plugin_commands()
+        cli.main(args=argv, prog_name="harness", standalone_mode=False)
+    except HarnessError as exc:
+        click.echo(f"harness: error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("harness: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("harness: interrupted", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

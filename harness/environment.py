@@ -1,0 +1,50 @@
+"""What a result was produced with: package versions and machine facts."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib.metadata import PackageNotFoundError, version
+
+import harness
+
+#: Distributions whose versions can change numbers or timings; recorded in every result.
+KEY_PACKAGES = ("pyserini", "torch", "transformers", "sentence-transformers", "faiss-cpu", "regex", "pluggy", "numpy")
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, object]:
+    """harness's version, each plugin's distribution and version, and the key dependencies'."""
+    from harness.plugins import loaded_plugins
+
+    plugins = {
+        p.name: {"distribution": p.distribution, "version": p.version} for p in loaded_plugins().plugins
+    }
+    packages = {name: v for name in KEY_PACKAGES if (v := package_version(name)) is not None}
+    return {
+        "harness": harness.__version__,
+        "python": platform.python_version(),
+        "plugins": plugins,
+        "packages": packages,
+    }
+
+
+def machine() -> dict[str, object]:
+    """The machine a run was timed on (no host name or user name)."""
+    info: dict[str, object] = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or None,
+        "cpu_count": os.cpu_count(),
+    }
+    try:
+        info["memory_bytes"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        info["memory_bytes"] = None
+    return info

@@ -1,0 +1,201 @@
+"""Evaluating a retriever on a suite: the library behind ``harness run``.
+
+>>> from harness.evaluate import evaluate
+>>> result = evaluate("bm25", "demo")                     # doctest: +SKIP
+>>> result["metrics"]["accuracy"]["macro"]["20"]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness import registry
+from harness.cache import cache_dir as default_cache_dir
+from harness.environment import machine, versions
+from harness.errors import HarnessError
+from harness.matching import MATCHER_VERSION
+from harness.progress import progress
+from harness.results import SCHEMA
+from harness.scoring import first_hit_ranks, macro_average
+from harness.types import Corpus, Hit, Question, Retriever, RunContext, Suite
+
+#: Queries handed to a retriever per ``search`` call (progress is reported between batches).
+SEARCH_BATCH = 256
+
+
+def normalize_question(text: str) -> str:
+    """The only normalisation questions get in the references: ``’`` becomes ``'``."""
+    return text.replace("\u2019", "'")
+
+
+def parse_k(values: Sequence[int]) -> tuple[int, ...]:
+    """Sorted distinct cutoffs; each must be a positive integer."""
+    ks = []
+    for k in values:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise HarnessError(f"--k values must be positive integers, got {k!r}")
+        ks.append(k)
+    if not ks:
+        raise HarnessError("--k needs at least one value")
+    return tuple(sorted(set(ks)))
+
+
+class Timer:
+    """Wall-clock seconds per named stage."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
+
+
+def retrieve(
+    retriever: Retriever, questions: Sequence[Question], depth: int, context: RunContext
+) -> list[list[str]]:
+    """Each question's top-``depth`` passage ids, searched in batches with a progress bar."""
+    rankings: list[list[str]] = []
+    queries = [normalize_question(q.text) for q in questions]
+    with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
+        for start in range(0, len(queries), SEARCH_BATCH):
+            batch = queries[start : start + SEARCH_BATCH]
+            hits = retriever.search(batch, depth, context)
+            if len(hits) != len(batch):
+                raise HarnessError(f"retriever returned {len(hits)} rankings for {len(batch)} queries")
+            for ranking in hits:
+                if len(ranking) > depth:
+                    raise HarnessError(f"retriever returned {len(ranking)} hits where at most {depth} were asked for")
+                rankings.append([h.passage_id if isinstance(h, Hit) else str(h) for h in ranking])
+            bar.update(len(batch))
+    return rankings
+
+
+def _text_lookup(corpus: Corpus, retriever_name: str):
+    def text(passage_id: str) -> str:
+        try:
+            return corpus.get(passage_id).text
+        except KeyError:
+            raise HarnessError(
+                f"retriever {retriever_name!r} returned passage id {passage_id!r}, "
+                f"which is not in corpus {corpus.name!r}"
+            ) from None
+
+    return text
+
+
+def score_suite(
+    suite: Suite, rankings: Sequence[Sequence[str]], *, retriever_name: str = "?"
+) -> dict[str, dict[str, int | None]]:
+    """First-hit ranks per part and question id, for rankings aligned with ``suite.questions``."""
+    lookup = _text_lookup(suite.corpus, retriever_name)
+    ranks = first_hit_ranks(suite.questions, rankings, lookup, mode=suite.match)
+    by_part: dict[str, dict[str, int | None]] = {}
+    position = 0
+    for part in suite.parts:
+        by_part[part.name] = {q.id: ranks[position + i] for i, q in enumerate(part.questions)}
+        position += len(part.questions)
+    return by_part
+
+
+def compute_metrics(
+    ranks: Mapping[str, Mapping[str, int | None]], ks: Sequence[int], metric_names: Sequence[str]
+) -> dict[str, Any]:
+    """Each metric at each k, per part and macro-averaged over parts; keys of k are strings (JSON)."""
+    out: dict[str, Any] = {}
+    for name in metric_names:
+        spec = registry.metrics().get(name)
+        parts = {
+            part: {str(k): spec.compute(list(by_q.values()), k) for k in ks} for part, by_q in ranks.items()
+        }
+        macro = {str(k): macro_average({p: v[str(k)] for p, v in parts.items()}) for k in ks}
+        out[name] = {"macro": macro, "parts": parts}
+    return out
+
+
+def evaluate(
+    retriever: str,
+    suite: str,
+    *,
+    k: Sequence[int] | None = None,
+    options: Mapping[str, Any] | None = None,
+    metrics: Sequence[str] = ("accuracy",),
+    cache_dir: str | os.PathLike | None = None,
+    threads: int | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Run retriever ``retriever`` on suite ``suite`` and return the result document (not written).
+
+    ``k`` defaults to the suite's default cutoffs; the retriever is asked for ``max(k)`` passages
+    per question. ``options`` are passed to the retriever's loader.
+    """
+    timer = Timer()
+    retriever_entry = registry.retrievers().entry(retriever)
+    suite_spec = registry.suites().get(suite)
+    for name in metrics:
+        registry.metrics().get(name)  # unknown metric names fail before any work
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(retriever_entry.spec.options))
+    if unknown:
+        known = ", ".join(sorted(retriever_entry.spec.options)) or "none"
+        raise HarnessError(f"retriever {retriever!r} has no option {unknown[0]!r} (options: {known})")
+
+    with timer.stage("load_suite"):
+        loaded_suite = suite_spec.load()
+    ks = parse_k(k if k is not None else loaded_suite.default_k)
+    depth = max(ks)
+    context = RunContext(
+        cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
+        threads=threads or max(1, os.cpu_count() or 1),
+        progress=show_progress,
+    )
+    with timer.stage("load_retriever"):
+        model = retriever_entry.spec.load(**options)
+    with timer.stage("index"):
+        model.index(loaded_suite.corpus, context)
+    with timer.stage("search"):
+        rankings = retrieve(model, loaded_suite.questions, depth, context)
+    with timer.stage("score"):
+        ranks = score_suite(loaded_suite, rankings, retriever_name=retriever)
+        metric_values = compute_metrics(ranks, ks, metrics)
+
+    return {
+        "schema": SCHEMA,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": {
+            "name": loaded_suite.name,
+            "description": loaded_suite.description,
+            "synthetic": loaded_suite.synthetic,
+            "match": loaded_suite.match,
+            "questions_fingerprint": loaded_suite.questions_fingerprint,
+            "parts": [{"name": p.name, "questions": len(p.questions)} for p in loaded_suite.parts],
+            "corpus": {
+                "name": loaded_suite.corpus.name,
+                "passages": len(loaded_suite.corpus),
+                "fingerprint": loaded_suite.corpus.fingerprint,
+            },
+        },
+        "retriever": {
+            "name": retriever,
+            "plugin": retriever_entry.plugin,
+            "parameters": dict(model.parameters()),
+        },
+        "matcher": MATCHER_VERSION,
+        "k": list(ks),
+        "depth": depth,
+        "first_hit_ranks": ranks,
+        "metrics": metric_values,
+        "timings": timer.seconds,
+        "versions": versions(),
+        "machine": machine(),
+    }

@@ -1,0 +1,31 @@
+"""BM25 through pyserini (Lucene), as in the DPR, pyserini and EntityQuestions papers.
+
+Documents are ``title + "\\n" + text``, analysed by Anserini's default English analyzer (Porter
+stemmer, stopwords removed), scored with BM25 k1 = 0.9, b = 0.4 (PROTOCOL section 5). pyserini is
+imported only when BM25 runs.
+"""
+
+from __future__ import annotations
+
+from harness import hookimpl
+from harness.types import RetrieverSpec
+
+DEFAULTS = {"k1": 0.9, "b": 0.4}
+
+
+def load(**options):
+    from harness_builtins.bm25.retriever import BM25Retriever
+
+    return BM25Retriever(**{**DEFAULTS, **options})
+
+
+@hookimpl
+def register_retrievers(register):
+    register(
+        RetrieverSpec(
+            name="bm25",
+            description="Lucene BM25 via pyserini (k1=0.9, b=0.4; title + text; English analyzer)",
+            load=load,
+            options=DEFAULTS,
+        )
+    )

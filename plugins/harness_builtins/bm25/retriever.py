@@ -1,0 +1,98 @@
+"""The BM25 retriever: a Lucene index per corpus, cached on disk, searched in threaded batches."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.progress import progress
+from harness.types import Corpus, Hit, Passage, RunContext
+
+from harness_builtins.bm25.java import anserini_jar, start_jvm
+
+#: Bump when the way documents are built or indexed changes (invalidates cached indexes).
+INDEX_FORMAT = "bm25-index/1"
+ANALYZER = "anserini-default-english (porter, stopwords)"
+_ADD_BATCH = 2048
+
+
+def document_contents(passage: Passage) -> str:
+    """What Lucene indexes for a passage: ``title + "\\n" + text`` (pyserini's wikipedia-dpr)."""
+    return f"{passage.title}\n{passage.text}"
+
+
+class BM25Retriever:
+    def __init__(self, k1: float = 0.9, b: float = 0.4):
+        try:
+            self.k1, self.b = float(k1), float(b)
+        except (TypeError, ValueError):
+            raise HarnessError(f"bm25: k1 and b must be numbers, got k1={k1!r} b={b!r}") from None
+        if self.k1 < 0 or not 0 <= self.b <= 1:
+            raise HarnessError(f"bm25: need k1 >= 0 and 0 <= b <= 1, got k1={self.k1} b={self.b}")
+        self._searcher = None
+        self._index_dir: Path | None = None
+
+    def parameters(self) -> dict:
+        return {"k1": self.k1, "b": self.b, "contents": "title\\ntext", "analyzer": ANALYZER}
+
+    def index_key(self, corpus: Corpus) -> str:
+        """Digest of everything the index depends on: corpus, document format, Anserini version."""
+        blob = json.dumps(
+            [INDEX_FORMAT, corpus.fingerprint, ANALYZER, Path(anserini_jar()).name], sort_keys=True
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def index(self, corpus: Corpus, context: RunContext) -> None:
+        start_jvm()
+        root = Path(context.cache_dir) / "bm25"
+        index_dir = root / f"{corpus.name}-{self.index_key(corpus)}"
+        if not index_dir.exists():  # only a finished build is renamed into place
+            self._build(corpus, index_dir, context)
+        from pyserini.search.lucene import LuceneSearcher
+
+        self._searcher = LuceneSearcher(str(index_dir / "lucene"))
+        self._searcher.set_bm25(self.k1, self.b)
+        self._index_dir = index_dir
+
+    def _build(self, corpus: Corpus, index_dir: Path, context: RunContext) -> None:
+        """Index into a temporary directory and rename it into place, so a crash leaves no index."""
+        from pyserini.index.lucene import LuceneIndexer
+
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", dir=index_dir.parent))
+        try:
+            indexer = LuceneIndexer(str(tmp / "lucene"), threads=max(1, context.threads))
+            batch: list[dict] = []
+            with progress(total=len(corpus), desc="bm25 index", unit="psg", enabled=context.progress) as bar:
+                for passage in corpus:
+                    batch.append({"id": passage.id, "contents": document_contents(passage)})
+                    if len(batch) >= _ADD_BATCH:
+                        indexer.add_batch_dict(batch)
+                        bar.update(len(batch))
+                        batch = []
+                if batch:
+                    indexer.add_batch_dict(batch)
+                    bar.update(len(batch))
+            indexer.close()
+            info = {"format": INDEX_FORMAT, "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint,
+                    "passages": len(corpus), "analyzer": ANALYZER, "anserini": Path(anserini_jar()).name}
+            (tmp / "harness-index.json").write_text(json.dumps(info, indent=1))
+            try:
+                tmp.rename(index_dir)
+            except OSError:  # another process finished the same index first: use theirs
+                if not index_dir.exists():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def search(self, queries: Sequence[str], k: int, context: RunContext) -> list[list[Hit]]:
+        if self._searcher is None:
+            raise RuntimeError("BM25Retriever.search called before index()")
+        qids = [str(i) for i in range(len(queries))]
+        results = self._searcher.batch_search(list(queries), qids, k=k, threads=max(1, context.threads))
+        return [[Hit(passage_id=h.docid, score=float(h.score)) for h in results.get(q, [])] for q in qids]
