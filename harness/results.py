@@ -146,7 +146,7 @@ def read_result(path: str | Path) -> Result:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"cannot read result file: {exc.strerror or exc}") from None
+        raise InputFileError(path, f"cannot read result file: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -16,3 +16,20 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared question data not found at {SHARED_DATA} (see shared/data/README.md)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def test_registries(monkeypatch):
+    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
+    import harness.registry
+    from harness.plugins import loaded_plugins, register_plugin
+    from harness.registry import KINDS, Registry
+
+    import fake_retrievers
+
+    manager = loaded_plugins().manager
+    if not manager.is_registered(fake_retrievers):
+        register_plugin(manager, fake_retrievers, "tests-fake")
+    monkeypatch.setattr(harness.registry, "_cache", {kind: Registry.collect(manager, kind) for kind in KINDS})
+    yield
+    manager.unregister(fake_retrievers)

@@ -1,0 +1,172 @@
+"""Result files (schema, validation, atomic writes) and the leaderboard renderer."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.atomic import write_text_atomic
+from harness.errors import InputFileError
+from harness.leaderboard import render
+from harness.results import SCHEMA, read_result, read_results, result_filename, validate, write_result
+
+
+def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100):
+    ranks = ranks if ranks is not None else {"all": {"q1": 0, "q2": 4, "q3": None, "q4": 30}}
+    return {
+        "schema": SCHEMA,
+        "created": created,
+        "suite": {
+            "name": suite, "description": "", "synthetic": True, "match": "string",
+            "questions_fingerprint": "sha256:x",
+            "parts": [{"name": p, "questions": len(q)} for p, q in ranks.items()],
+            "corpus": {"name": "c", "passages": 10, "fingerprint": "sha256:y"},
+        },
+        "retriever": {"name": retriever, "plugin": "p", "parameters": params or {"a": 1}},
+        "matcher": "dpr-has-answer/1",
+        "k": [1, 5, 20, 100],
+        "depth": depth,
+        "first_hit_ranks": ranks,
+        "metrics": {},
+        "timings": {"search": 0.1},
+        "versions": {},
+        "machine": {},
+    }
+
+
+def test_write_and_read_back(tmp_path):
+    path = write_result(make_result(), tmp_path)
+    assert path.name == result_filename("s", "r", {"a": 1})
+    result = read_result(path)
+    assert result.suite == "s" and result.retriever == "r"
+    parts, macro = result.accuracy(5)
+    assert parts == {"all": 0.5} and macro == 0.5
+    assert result.accuracy(1)[1] == 0.25
+    assert result.accuracy(100)[1] == 0.75
+    assert result.accuracy(101) is None  # beyond the depth that was retrieved
+
+
+def test_same_configuration_replaces_its_file_and_another_gets_its_own(tmp_path):
+    a = write_result(make_result(params={"a": 1}), tmp_path)
+    b = write_result(make_result(params={"a": 1}, created="2026-02-01T00:00:00Z"), tmp_path)
+    c = write_result(make_result(params={"a": 2}), tmp_path)
+    assert a == b and a != c
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
+@pytest.mark.parametrize(
+    "mutate, problem",
+    [
+        (lambda d: d.pop("first_hit_ranks"), "missing key 'first_hit_ranks'"),
+        (lambda d: d.update(schema="other/9"), 'expected "schema"'),
+        (lambda d: d["first_hit_ranks"]["all"].update(q9=100), "must be null or an integer in [0, 100)"),
+        (lambda d: d["first_hit_ranks"]["all"].update(q9=True), "must be null or an integer"),
+        (lambda d: d["first_hit_ranks"].update(all={}), "non-empty JSON object"),
+        (lambda d: d["retriever"].update(name=""), "'retriever.name' must be a non-empty string"),
+        (lambda d: d.update(depth="100"), "'depth' must be a JSON int"),
+    ],
+)
+def test_validation_names_the_source_and_problem(mutate, problem):
+    data = make_result()
+    mutate(data)
+    with pytest.raises(InputFileError) as err:
+        validate(data, source="x.json")
+    assert str(err.value).startswith("x.json: ") and problem in str(err.value)
+
+
+def test_unreadable_result_files_give_one_line_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "harness-result/1",\n  oops}')
+    with pytest.raises(InputFileError) as err:
+        read_result(bad)
+    assert str(err.value).startswith(f"{bad}:2: invalid JSON")
+    assert "\n" not in str(err.value)
+    with pytest.raises(InputFileError, match="cannot read result file"):
+        read_result(tmp_path / "missing.json")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputFileError, match="bin.json: cannot read result file"):
+        read_result(tmp_path / "bin.json")
+
+
+def test_atomic_write_leaves_nothing_behind_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "out.txt"
+    write_text_atomic(target, "old")
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError):
+        write_text_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def cells(markdown: str) -> list[list[str]]:
+    """The data rows of every markdown table, as stripped cells (header and rule lines dropped)."""
+    rows, lines = [], markdown.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or set(line) <= set("|-: "):
+            continue
+        if i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") and lines[i + 1].startswith("|"):
+            continue  # a header row
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def _board(tmp_path: Path, results: list[dict]) -> str:
+    results_dir = tmp_path / "results"
+    for r in results:
+        write_result(r, results_dir)
+    return render(read_results(results_dir), output_dir=tmp_path, results_dir=results_dir)
+
+
+def test_leaderboard_rows_are_ordered_and_recomputed_from_ranks(tmp_path):
+    weak = make_result("weak", ranks={"all": {"q1": None, "q2": 50, "q3": None, "q4": 3}})
+    strong = make_result("strong", ranks={"all": {"q1": 0, "q2": 1, "q3": 2, "q4": None}})
+    markdown = _board(tmp_path, [weak, strong])
+    strong_row, weak_row = cells(markdown)
+    # strong: top-1 25%, top-5 75%; weak: top-5 25%, top-100 50%
+    assert strong_row[:6] == ["strong", "a=1", "25.00", "75.00", "75.00", "75.00"]
+    assert weak_row[:6] == ["weak", "a=1", "0.00", "25.00", "25.00", "50.00"]
+    assert strong_row[6].startswith("[s--strong--") and "(results/s--strong--" in strong_row[6]
+    assert "## s (SYNTHETIC)" in markdown
+
+
+def test_leaderboard_macro_averages_parts_and_shows_each_part(tmp_path):
+    ranks = {"P1": {"a": 0, "b": None}, "P2": {"c": 0, "d": 0, "e": 0, "f": None}}
+    markdown = _board(tmp_path, [make_result("m", ranks=ranks)])
+    # P1 top-1 = 50%, P2 top-1 = 75%: macro 62.50 (not the micro 66.67)
+    main, p1, p2 = cells(markdown)
+    assert main[2] == "62.50"
+    assert "6 questions in 2 parts, macro-averaged" in markdown
+    assert p1 == ["P1", "50.00"] and p2 == ["P2", "75.00"]
+
+
+def test_leaderboard_is_deterministic_and_keeps_the_newest_per_configuration(tmp_path):
+    old = make_result("r", ranks={"all": {"q": None}}, created="2026-01-01T00:00:00Z")
+    new = make_result("r", ranks={"all": {"q": 0}}, created="2026-03-01T00:00:00Z")
+    d1, d2 = tmp_path / "one", tmp_path / "two"
+    (d1 / "results").mkdir(parents=True)
+    (d2 / "results").mkdir(parents=True)
+    # same configuration in two files: only the newest counts
+    (d1 / "results" / "a.json").write_text(json.dumps(new))
+    (d1 / "results" / "b.json").write_text(json.dumps(old))
+    (d2 / "results" / "z.json").write_text(json.dumps(new))
+    (d2 / "results" / "y.json").write_text(json.dumps(old))
+    m1 = render(read_results(d1 / "results"), output_dir=d1, results_dir=d1 / "results")
+    m2 = render(read_results(d2 / "results"), output_dir=d2, results_dir=d2 / "results")
+    (row,) = cells(m1)
+    assert row[:3] == ["r", "a=1", "100.00"] and row[6] == "[a.json](results/a.json)"
+    assert m1.replace("a.json", "X") == m2.replace("z.json", "X")
+
+
+def test_results_deeper_than_depth_are_dashes(tmp_path):
+    shallow = make_result("shallow", ranks={"all": {"q": 0, "p": 4}}, depth=5)
+    markdown = _board(tmp_path, [shallow])
+    (row,) = cells(markdown)
+    assert row[2:6] == ["50.00", "100.00", "–", "–"]
