@@ -1,0 +1,643 @@
+"""The wording of the demo world: value lists and sentence templates.
+
+Placeholders (``str.format`` fields):
+
+- ``{n}`` the subject's full name; ``{S}``/``{s}`` a reference to the subject at the start / in the
+  middle of a sentence (its name, a pronoun, a surname or "the company"); ``{m}`` one that is not a
+  pronoun (for object positions: "a biography of {m}"); ``{P}``/``{p}`` its
+  possessive; ``{is}``/``{has}`` verbs in the subject's tense (a dead person "was").
+- ``{o}`` the object of the fact a sentence states; in lead sentences a fact's object is named by
+  its relation, e.g. ``{P19}``. Object fields must follow a space (or open the sentence), so the
+  word position of an answer in the article is known without tokenising.
+- ``{ao}``/``{a106}``... the indefinite article ("a"/"an") for the object or that relation's object.
+- Filler sentences name other entities: ``{person}``, ``{city}``, ``{country}``, ``{company}``...
+
+Relation templates never appear in filler, so an article states only the facts of its subject.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+# --------------------------------------------------------------------------- value lists
+
+OCCUPATIONS: dict[str, tuple[str, ...]] = {
+    "writer": ("novelist", "poet", "playwright", "essayist", "writer", "screenwriter"),
+    "artist": ("painter", "sculptor", "illustrator", "printmaker", "comics artist"),
+    "musician": ("singer", "rapper", "guitarist", "pianist", "composer", "singer-songwriter", "drummer"),
+    "director": ("film director",),
+    "business": ("businessperson", "entrepreneur", "industrialist", "investor"),
+    "politician": ("politician", "diplomat"),
+    "scientist": ("physicist", "chemist", "mathematician", "economist", "biologist", "astronomer"),
+    "actor": ("actor",),
+    "other": ("architect", "journalist", "physician", "lawyer", "engineer", "photographer",
+              "teacher", "historian", "philosopher"),
+}
+
+#: sport -> (occupation, playing positions, club name patterns)
+SPORTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "football": ("footballer", ("goalkeeper", "defender", "midfielder", "forward"),
+                 ("FC {w}", "{w} United", "{w} Rovers", "Sporting {w}")),
+    "basketball": ("basketball player",
+                   ("point guard", "shooting guard", "small forward", "power forward", "center"),
+                   ("{w} Hawks", "{w} Giants", "{w} Comets")),
+    "baseball": ("baseball player", ("pitcher", "catcher", "shortstop", "outfielder", "first baseman"),
+                 ("{w} Mariners", "{w} Pioneers", "{w} Foxes")),
+    "ice hockey": ("ice hockey player", ("goaltender", "defenceman", "winger", "centre"),
+                   ("{w} Wolves", "{w} Blizzard", "HC {w}")),
+    "rugby union": ("rugby union player", ("fly-half", "scrum-half", "prop", "lock", "fullback"),
+                    ("{w} Rugby Club", "{w} Warriors")),
+    "cricket": ("cricketer", ("wicket-keeper", "batsman", "bowler", "all-rounder"),
+                ("{w} Cricket Club", "{w} Strikers")),
+}
+
+GENRES = ("jazz", "blues", "folk rock", "hip hop", "heavy metal", "synth-pop", "soul", "reggae",
+          "punk rock", "electronic music", "country music", "indie pop", "classical music",
+          "techno", "gospel", "bossa nova")
+
+FIELDS = ("law", "medicine", "philosophy", "physics", "chemistry", "economics", "history",
+          "architecture", "literature", "music", "fine arts", "engineering", "mathematics")
+
+#: industry -> (company name suffixes, product types it makes; empty: makes nothing)
+INDUSTRIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "automotive": (("Motors", "Automobiles", "Motor Works"), ("car", "motorcycle", "tractor")),
+    "electronics": (("Electronics", "Systems", "Technologies"),
+                    ("smartphone", "laptop", "camera", "television", "game console")),
+    "aerospace": (("Aerospace", "Aviation"), ("aircraft", "helicopter")),
+    "engineering": (("Engineering", "Works"), ("locomotive", "tram", "crane")),
+    "watchmaking": (("Watches", "Horology"), ("wristwatch",)),
+    "shipping": (("Shipping Lines", "Maritime"), ()),
+    "software": (("Software", "Labs"), ()),
+    "banking": (("Bank", "Capital"), ()),
+    "food": (("Foods", "Breweries"), ()),
+    "pharmaceutical": (("Pharma", "Laboratories"), ()),
+    "publishing": (("Publishing", "Press"), ()),
+    "media": (("Media", "Broadcasting"), ()),
+    "energy": (("Energy", "Power"), ()),
+}
+PRODUCT_MODELS = ("GT", "Pro", "One", "200", "X", "S", "Mk II", "3", "Classic", "Sport", "Ultra", "500")
+
+REGION_TYPES = ("Province", "County", "District", "Region", "Prefecture")
+TOWN_WORDS = ("city", "town", "market town", "port city", "municipality")
+COUNTRY_SUFFIXES = ("ia", "and", "ora", "ea", "istan", "avia", "onia", "esh")
+LANGUAGE_SUFFIXES = ("ian", "ese", "ic", "ish", "i")
+CITY_SUFFIXES = ("", "in", "ar", "ova", "eth", "holm", "burg", "ara", "ico", "ent", "ovo", "ez")
+SURNAME_SUFFIXES = ("", "ov", "sen", "ski", "ard", "ez", "ani", "berg", "oux", "is", "ek", "ell")
+FEMALE_SUFFIXES = ("a", "ia", "ine", "elle", "ra", "ena", "ette")
+MALE_SUFFIXES = ("o", "an", "ek", "ir", "us", "en", "ard", "is")
+STEM_SUFFIXES = ("ex", "on", "ia", "tek", "ix", "ara", "is", "", "", "")
+UNIVERSITY_PATTERNS = ("{w} University", "University of {w}", "{w} Institute of Technology",
+                       "{w} College", "{w} Academy of Fine Arts", "{w} Conservatory")
+LABEL_PATTERNS = ("{w} Records", "{w} Music", "{w} Sound", "{w} Recordings")
+BAND_PATTERNS = ("The {w}s", "{w} Collective", "{w} Ensemble", "The {w} Brothers", "{w}")
+BOOK_PATTERNS = ("The {w} Chronicles", "{w}", "A Winter in {w}", "The House of {w}",
+                 "Letters from {w}", "The Last {w}", "Children of {w}", "The {w} Affair")
+BOOK_TYPES = ("novel", "novel", "novel", "poetry collection", "short story collection", "memoir", "play")
+FILM_PATTERNS = ("{w}", "The {w} Protocol", "Return to {w}", "Night Train to {w}", "The {w} Sisters")
+FILM_GENRES = ("drama", "comedy", "thriller", "science fiction", "war", "crime", "romance", "documentary")
+SONG_PATTERNS = ("{w}", "{w} Nights", "Dancing with {w}", "{w} Blue", "Goodbye {w}", "Hey {w}")
+ARTWORK_PATTERNS = ("{w} at Dusk", "The {w} Triptych", "Still Life with {w}", "View of {w}",
+                    "The {w} Madonna", "{w}")
+ARTWORK_MEDIA = ("oil painting", "fresco", "bronze sculpture", "marble sculpture", "watercolour",
+                 "mural", "tapestry")
+LANDMARK_TYPES = ("Bridge", "Cathedral", "Castle", "Tower", "Stadium", "Palace", "Opera House",
+                  "Botanical Garden", "Lighthouse", "Museum")
+EVENT_TYPES = (("Music Festival", "music festival"), ("Film Festival", "film festival"),
+               ("Marathon", "marathon"), ("Summit", "summit"))
+SCRIPTS = ("Latin", "Cyrillic", "Greek", "Armenian", "Georgian")
+DIRECTIONS = ("north", "south", "east", "west", "centre", "north-east", "south-west")
+FAMILIES = ("farmers", "teachers", "merchants", "musicians", "civil servants", "doctors", "fishermen")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+NUMBER_WORDS = ("no", "one", "two", "three", "four")
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+# --------------------------------------------------------------------------- lead sentences
+# A lead is chosen among the templates of the subject's kind whose relation fields the subject has.
+
+LEADS: dict[str, tuple[str, ...]] = {
+    "person_alive": (
+        "{n} (born {y}) is {anat} {P106}.",
+        "{n} (born {d} {y} in {P19}) is {anat} {P106}.",
+        "{n} is {a106} {P106} from {P19}, {bcountry}.",
+        "{n} (born {y}) is {a106} {P106} and public figure from {bcountry}.",
+    ),
+    "person_dead": (
+        "{n} ({y}–{y2}) was {anat} {P106}.",
+        "{n} (born {y} in {P19}; died {y2} in {P20}) was {a106} {P106}.",
+        "{n} ({d} {y} – {y2}) was {a106} {P106} from {bcountry}.",
+    ),
+    "athlete": (
+        "{n} (born {y}) is {anat} {P106} who plays as {a413} {P413} for {club}.",
+        "{n} (born {d} {y}) is {anat} professional {sport} player.",
+        "{n} is {a413} {P413} from {P19} who plays for {club}.",
+    ),
+    "athlete_dead": (
+        "{n} ({y}–{y2}) was {anat} {P106} who played as {a413} {P413}.",
+        "{n} ({y}–{y2}) was {anat} {sport} player.",
+    ),
+    "musician": (
+        "{n} (born {y}) is {anat} {P136} {P106}.",
+        "{n} (born {d} {y} in {P19}) is {a106} {P106} and recording artist.",
+        "{n} is {anat} {P106} known for {p} {P136} recordings.",
+    ),
+    "country": (
+        "{n} is a country bordered by {c1} and {c2}.",
+        "{n}, officially the Republic of {n}, is a sovereign state.",
+        "{n} is a landlocked country with {c1} to the {dir}.",
+        "{n} is a country whose capital is {P36}.",
+    ),
+    "language": (
+        "{n} is a language spoken mainly in {home}.",
+        "{n} is the official language of {home}.",
+    ),
+    "region": (
+        "{n} is {artype} {rtype} of {P17}.",
+        "{n} is an administrative {rtype} in the {dir} of {P17}.",
+    ),
+    "city": (
+        "{n} is {atown} {town} in {P131}, {P17}.",
+        "{n} is {atown} {town} in {P131}.",
+        "{n} is {atown} {town} in the {dir} of {P17}.",
+            ),
+    "capital": (
+        "{n} is the capital and largest city of {P17}.",
+        "{n} is the capital of {P17} and a city in {P131}.",
+    ),
+    "university": (
+        "{n} is a public research university in {ucity}, {P17}.",
+        "{n} is a private university in {ucity}.",
+        "{n} is an institution of higher education founded in {y}.",
+    ),
+    "company": (
+        "{n} is {aind} {industry} company.",
+        "{n} is {aind} {industry} company based in {P159}.",
+        "{n} is a multinational {industry} group.",
+    ),
+    "label": (
+        "{n} is an independent record label.",
+        "{n} is a record label based in {P159}.",
+    ),
+    "club": (
+        "{n} is a professional {sport} club based in {P159}.",
+        "{n} is a {sport} club.",
+    ),
+    "band": (
+        "{n} is {a136} {P136} band formed in {P740} in {y}.",
+        "{n} is a band from {bcountry}.",
+        "{n} are {a136} {P136} group.",
+    ),
+    "book": (
+        "{n} is a {y} {btype} by {P50}.",
+        "{n} is a {btype} published in {y}.",
+        "{n} is a {btype} by the {nat} writer {P50}.",
+    ),
+    "film": (
+        "{n} is a {y} {genre} film directed by {director}.",
+        "{n} is a {genre} film released in {y}.",
+    ),
+    "song": (
+        "\"{n}\" is a song by {P175}.",
+        "\"{n}\" is a {y} single by {P175}.",
+        "\"{n}\" is a {y} song.",
+    ),
+    "artwork": (
+        "{n} is {amedium} {medium} by {P170}, completed in {y}.",
+        "{n} is {amedium} {medium} made in {y}.",
+    ),
+    "product": (
+        "The {n} is {aptype} {ptype} manufactured by {P176}.",
+        "The {n} is {aptype} {ptype} introduced in {y}.",
+    ),
+    "landmark": (
+        "{n} is {altype} {ltype} in {P276}, {P17}.",
+        "{n} is {altype} {ltype} in {P276}.",
+        "{n} is a historic {ltype} in {P17}.",
+    ),
+    "event": (
+        "The {n} is an annual {etype} held in {P276}.",
+        "The {n} is an annual {etype} in {P17}.",
+    ),
+}
+
+# --------------------------------------------------------------------------- fact sentences
+
+FACTS: dict[str, tuple[str, ...]] = {
+    "P17": (
+        "{S} lies in the {dir} of {o}.",
+        "{S} is situated in {o}, not far from the border with {c1}.",
+        "{S} is one of the best known places in {o}.",
+        "{S} is in {o}.",
+    ),
+    "P19": (
+        "{S} was born in {o}.",
+        "{S} was born in {o}, {oc}, in {y}.",
+        "{P} birthplace was {o}.",
+        "{S} was born on {d} {y} in {o}.",
+        "A native of {o}, {s} grew up in a family of {fam}.",
+    ),
+    "P20": (
+        "{S} died in {o} in {y2}.",
+        "{S} died on {d2} {y2} in {o}, aged {age}.",
+        "{S} spent {p} last years in {o}, where {pron} died in {y2}.",
+        "{S} died in {o}, {oc}.",
+    ),
+    "P26": (
+        "{S} married {o} in {ym}.",
+        "{S} {is} married to {o}.",
+        "{P} spouse {is} {o}, {aoocc} {oocc}.",
+        "In {ym}, {s} married the {oocc} {o}.",
+    ),
+    "P36": (
+        "Its capital and largest city is {o}.",
+        "The capital of {n} is {o}.",
+        "{P} capital is {o}.",
+        "The seat of government of {n} is {o}, which is also its capital.",
+    ),
+    "P40": (
+        "{S} {has} {kids}, {o}.",
+        "{S} {is} the {pw} of {o}.",
+        "{P} children include {o}.",
+    ),
+    "P50": (
+        "{S} was written by {o} and published in {y}.",
+        "The book was written by {o}.",
+        "{S} is the {ord} book by {o}.",
+        "Its author is {o}.",
+    ),
+    "P69": (
+        "{S} studied {field} at {o}.",
+        "{S} was educated at {o}.",
+        "{S} graduated from {o} in {yg}.",
+        "{S} attended {o}, where {pron} earned a degree in {field}.",
+    ),
+    "P106": (
+        "{S} worked as {ao} {o}.",
+        "By profession, {s} {is} {ao} {o}.",
+        "{S} {is} known as {ao} {o}.",
+    ),
+    "P112": (
+        "{S} was founded by {o} in {y}.",
+        "The {kw} was established in {y} by {o}.",
+        "Its founder is {o}.",
+        "{S} was started by {o}.",
+    ),
+    "P127": (
+        "{S} is owned by {o}.",
+        "Since {yo}, {s} has been owned by {o}.",
+        "The {kw} is owned by {o}.",
+        "Its owner is {o}.",
+    ),
+    "P131": (
+        "{S} is located in {o}.",
+        "Administratively, {s} belongs to {o}.",
+        "{S} lies in {o}, in the {dir} of {oc}.",
+        "The {kw} is part of {o}.",
+    ),
+    "P136": (
+        "{P} music is usually described as {o}.",
+        "{S} {is} best known for {p} {o} recordings.",
+        "Critics describe {p} style as {o}.",
+        "{P} repertoire consists mainly of {o}.",
+    ),
+    "P159": (
+        "{S} is headquartered in {o}.",
+        "The {kw}'s headquarters are in {o}.",
+        "{P} head office is located in {o}, {oc}.",
+        "{S} has its headquarters in {o}.",
+    ),
+    "P170": (
+        "{S} was created by {o} in {y}.",
+        "The work was made by {o}.",
+        "It is one of the best known works of {o}.",
+        "{S} is by {o}.",
+    ),
+    "P175": (
+        "{S} was performed by {o}.",
+        "The song was recorded by {o} for the album {album}.",
+        "It was released as a single by {o} in {y}.",
+        "{S} is a song by {o}.",
+    ),
+    "P176": (
+        "{S} is produced by {o}.",
+        "The {kw} is manufactured by {o} at its plant in {city}.",
+        "It was made by {o} from {y} to {y2}.",
+        "Its manufacturer is {o}.",
+    ),
+    "P264": (
+        "{S} {is} signed to {o}.",
+        "{S} released {p} records on {o}.",
+        "{S} signed a contract with {o} in {yl}.",
+        "{P} albums have been released by {o}.",
+    ),
+    "P276": (
+        "{S} is located in {o}.",
+        "The {kw} stands in the centre of {o}.",
+        "{S} takes place every year in {o}.",
+        "{S} is located in {o}, {oc}.",
+    ),
+    "P407": (
+        "{S} was written in {o}.",
+        "The original language of the {kw} is {o}.",
+        "{S} was first published in {o}.",
+        "It is in {o}.",
+    ),
+    "P413": (
+        "{S} {plays} as {ao} {o} for {club}.",
+        "{ao_cap} {o}, {s} joined {club} in {yc}.",
+        "{P} usual position {is} {o}.",
+        "{S} {is} {ao} {o} by position.",
+    ),
+    "P495": (
+        "{S} was produced in {o}.",
+        "The {kw} originated in {o}.",
+        "{S} was first released in {o} in {y}.",
+        "It comes from {o}.",
+    ),
+    "P740": (
+        "{S} was founded in {o} in {y}.",
+        "The {kw} was established in {o}.",
+        "{S} traces its origins to {o}, where it was set up in {y}.",
+        "{S} was formed in {o}.",
+    ),
+    "P800": (
+        "{S} {is} best known for {o}.",
+        "{P} most famous work is {o}.",
+        "{S} achieved fame with {o} in {yw}.",
+        "{o} is regarded as {p} masterpiece.",
+    ),
+}
+
+#: Relation-specific templates for some subject kinds (replace the generic ones above).
+KIND_FACTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("P17", "event"): (
+        "{S} is one of the best known events in {o}.",
+        "The {kw} is among the largest in {o}.",
+    ),
+    ("P276", "event"): (
+        "{S} takes place every year in {o}.",
+        "The {kw} is held annually in {o}, {oc}.",
+        "{S} has been held in {o} since {y}.",
+    ),
+    ("P276", "landmark"): (
+        "{S} is located in {o}.",
+        "The {kw} stands in the centre of {o}.",
+        "{S} is located in {o}, {oc}.",
+    ),
+    ("P740", "band"): (
+        "{S} formed in {o} in {y}.",
+        "The band was formed in {o}.",
+        "{S} got together in {o} in {y}.",
+    ),
+    ("P407", "song"): (
+        "{S} is sung in {o}.",
+        "The lyrics are in {o}.",
+    ),
+    ("P407", "film"): (
+        "The film is in {o}.",
+        "The dialogue of {m} is in {o}.",
+        "The original language of the film is {o}.",
+    ),
+}
+
+# --------------------------------------------------------------------------- other sentences
+
+#: Further sentences about the subject (not one of the 24 relations), by kind.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "person": (
+        "{S} received the {award} in {ya}.",
+    ),
+    "scholar": (
+        "{S} received the {award} in {ya}.",
+        "{S} was elected a member of the {academy} in {ya}.",
+    ),
+    "country": (
+        "The official language is {lang}.",
+        "{n} has a population of about {k} million.",
+        "{n} is divided into {k} administrative regions.",
+    ),
+    "language": (
+        "It has about {k} million speakers.",
+        "{n} is written in the {script} alphabet.",
+    ),
+    "region": (
+        "Its administrative centre is {centre}.",
+        "{n} has an area of {k},{k3} square kilometres.",
+    ),
+    "city": (
+        "It has a population of {k},{k3} inhabitants.",
+        "The {kw} lies on the river {river}.",
+    ),
+    "university": (
+        "It has about {k},{k3} students.",
+        "The university was established in {y}.",
+    ),
+    "company": ("The company employs about {k},{k3} people.",),
+    "label": ("The label has released records by {person} and {person2}.",),
+    "club": ("The club plays its home games at {landmark}.",),
+    "band": ("The band's line-up includes {person} and {person2}.",),
+    "book": ("It was published by {publisher}.",),
+    "film": ("It stars {person} and {person2}.",),
+    "song": ("It was released as the {ord} single from the album {album}.",),
+    "artwork": ("It is held in the collection of {museum}.",),
+    "product": ("Production took place in {city}.",),
+    "landmark": ("It was completed in {y}.",),
+    "event": ("It was first held in {y}.",),
+}
+
+#: Generic sentences that pad long articles; they mention other (mostly popular) entities.
+FILLERS: dict[str, tuple[str, ...]] = {
+    "person": (
+        "In {fy}, {s} moved to {city}, where {pron} worked alongside {person}.",
+        "{P} work was praised by {person} and {person2}.",
+        "During the {decade}s, {s} travelled widely in {country} and {country2}.",
+        "In {fy}, {s} collaborated with {person} on a project in {city}.",
+        "{S} gave a series of lectures at {university} in {fy}.",
+        "Critics have compared {p} style to that of {person}.",
+        "{S} was a close friend of {person}.",
+        "A biography of {m}, written by {person}, appeared in {fy}.",
+        "In {fy}, {s} appeared alongside {person} at the {event}.",
+        "{S} spent several years in {city} before returning to {city2}.",
+        "{P} correspondence with {person} was published in {fy}.",
+        "{S} made a long visit to {country} in {fy}.",
+        "{S} took part in a campaign supported by {company}.",
+        "In {fy}, {s} was invited to {city} by {person}.",
+        "{P} early influences included {person} and {work}.",
+        "{S} often spoke about the influence of {person}.",
+        "In {fy}, {pron} began a long association with {company}.",
+        "{S} declined an invitation to teach at {university} in {fy}.",
+        "A portrait of {m} by {person} hangs in {city}.",
+        "Between {fy} and {fy2}, {s} lived mostly in {city}.",
+        "In {fy}, {s} and {person} toured {country} together.",
+        "{S} was awarded an honorary degree by {university} in {fy}.",
+        "{P} archive was acquired by {university} in {fy}.",
+        "Later in life, {s} wrote about {p} years in {city}.",
+        "{S} publicly supported {person} in the {decade}s.",
+    ),
+    "place": (
+        "The {kw} was visited by {person} in {fy}.",
+        "A railway connecting {m} with {city} opened in {fy}.",
+        "In {fy}, {s} signed a cooperation agreement with {city}.",
+        "{S} hosts a regional office of {company}.",
+        "The economy of {m} grew rapidly after {fy}, driven by {company}.",
+        "Notable people from {m} include {person} and {person2}.",
+        "The {kw} appears in {work}.",
+        "In {fy}, floods along the river {river} damaged much of {m}.",
+        "{S} maintains close ties with {country}.",
+        "Trade with {country} and {country2} expanded in the {decade}s.",
+        "In {fy}, {person} described the {kw} as a place of great beauty.",
+        "{S} was the setting of {work}.",
+        "A large fire destroyed parts of {m} in {fy}.",
+        "In {fy}, {company} opened a large factory near {m}.",
+        "The {kw} was the site of a conference attended by {person} in {fy}.",
+        "Tourism grew strongly in the {decade}s, with many visitors from {country}.",
+        "The {event} has brought visitors to {m} since {fy}.",
+        "In {fy}, a new bridge over the river {river} was opened.",
+        "Much of the old quarter was rebuilt between {fy} and {fy2}.",
+        "{person} lived in {m} for several years.",
+    ),
+    "org": (
+        "In {fy}, the {kw} signed a partnership with {company}.",
+        "{person} served as chief executive from {fy} to {fy2}.",
+        "The {kw} opened an office in {city} in {fy}.",
+        "In {fy}, {s} expanded into {country}.",
+        "{S} sponsored the {event} in {fy}.",
+        "The {kw} was criticised by {person} in {fy}.",
+        "In the {decade}s, {s} worked closely with {company}.",
+        "Its annual report for {fy} was presented by {person}.",
+        "In {fy}, {s} moved its offices to a new building in {city}.",
+        "{person} joined the {kw} in {fy} and left in {fy2}.",
+        "The {kw} celebrated its anniversary in {fy} with a reception in {city}.",
+        "During the {decade}s the {kw} faced strong competition from {company}.",
+        "{S} received an award from {university} in {fy}.",
+        "In {fy}, {person} was appointed chair of the board.",
+        "A dispute with {company} was settled in {fy}.",
+        "The {kw} has been a partner of the {event} since {fy}.",
+        "Its archives for the years {fy} to {fy2} are kept in {city}.",
+    ),
+    "work": (
+        "{S} was praised by {person}.",
+        "A new edition appeared in {fy} with a foreword by {person}.",
+        "The {kw} was shown in {city} in {fy}.",
+        "{person} later called it a turning point.",
+        "It was discussed at length by {person} and {person2}.",
+        "In {fy}, the {kw} was presented at the {event}.",
+        "It has been compared to {work}.",
+        "{person} has cited it as an early influence.",
+        "In {fy}, it was the subject of an exhibition in {city}.",
+        "A restored version was presented in {city} in {fy}.",
+        "It was largely ignored until {person} championed it in the {decade}s.",
+        "{P} reception in {country} was mixed.",
+        "The {kw} was reissued in {fy} to mark an anniversary.",
+        "In {fy}, {person} and {person2} discussed it on a radio programme.",
+        "It inspired {work}.",
+        "Scholars at {university} have studied it since {fy}.",
+    ),
+}
+
+FILLERS["language"] = (
+    "{person} wrote a grammar of {n} in {fy}.",
+    "The first dictionary of {n} appeared in {fy}.",
+    "{n} is also spoken by communities in {country} and {country2}.",
+    "A spelling reform was introduced in {fy}.",
+    "{n} is taught at {university}.",
+    "Many loanwords in {n} come from the language of {country}.",
+    "{work} is among the best known works written in {n}.",
+    "Radio broadcasts in {n} began in {fy}.",
+    "The standard form is based on the speech of {city}.",
+    "{person} has written about the history of {n}.",
+)
+
+FILLERS["band"] = (
+    "In {fy}, the band toured {country} and {country2}.",
+    "{person} joined the band in {fy} and left in {fy2}.",
+    "The band recorded its second album in {city} in {fy}.",
+    "{S} performed at the {event} in {fy}.",
+    "In {fy}, {s} supported {person} on a tour of {country}.",
+    "Critics have compared the band to {person}.",
+    "The band took a break between {fy} and {fy2}.",
+    "{P} songs have been covered by {person} and {person2}.",
+    "In the {decade}s, the band often played in {city}.",
+    "A documentary about the band, directed by {person}, appeared in {fy}.",
+)
+FILLERS["event"] = (
+    "In {fy}, the {kw} drew visitors from {country} and {country2}.",
+    "{person} took part in the {kw} in {fy}.",
+    "The {fy} edition was opened by {person}.",
+    "{company} has supported the {kw} since {fy}.",
+    "In {fy}, the {kw} was cancelled because of storms.",
+    "The {kw} was broadcast in {country} for the first time in {fy}.",
+    "{person} and {person2} were guests of honour in {fy}.",
+    "Attendance grew strongly in the {decade}s.",
+)
+
+FILLERS["product"] = (
+    "The {kw} was praised by {person}.",
+    "An improved version was introduced in {fy}.",
+    "Sales were strong in {country} and {country2}.",
+    "In {fy}, {person} reviewed the {kw} favourably.",
+    "The {kw} was shown at the {event} in {fy}.",
+    "{company} answered with a competing model in {fy}.",
+    "{person} used one during a tour of {country} in {fy}.",
+    "In the {decade}s, the {kw} was popular in {city}.",
+    "An example is kept at {museum}.",
+    "Critics compared it with {work}.",
+)
+
+FILLER_GROUP = {
+    "person": "person", "country": "place", "language": "language", "region": "place",
+    "city": "place", "university": "org", "company": "org", "label": "org", "club": "org",
+    "band": "band", "book": "work", "film": "work", "song": "work", "artwork": "work",
+    "product": "product", "landmark": "place", "event": "event",
+}
+
+#: How the subject is referred to after the lead ("the {kw}"), by kind.
+KIND_WORDS = {
+    "country": "country", "language": "language", "region": "region", "city": "city",
+    "university": "university", "company": "company", "label": "label", "club": "club",
+    "band": "band", "book": "book", "film": "film", "song": "song", "artwork": "work",
+    "product": "product", "landmark": "building", "event": "event",
+}
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def fields(template: str) -> tuple[str, ...]:
+    """The distinct field names of a template, in order."""
+    return tuple(dict.fromkeys(_FIELD.findall(template)))
+
+
+@functools.cache
+def vocabulary() -> frozenset[str]:
+    """Every lowercase word the templates and value lists use (invented names must avoid them)."""
+    words: list[str] = []
+    groups = [LEADS.values(), FACTS.values(), KIND_FACTS.values(), EXTRAS.values(), FILLERS.values()]
+    for group in groups:
+        for templates in group:
+            for template in templates:
+                words.extend(re.findall(r"[a-z]+", _FIELD.sub(" ", template).lower()))
+    values = [*GENRES, *FIELDS, *REGION_TYPES, *TOWN_WORDS, *LANDMARK_TYPES, *SCRIPTS, *FAMILIES,
+              *MONTHS, *ARTWORK_MEDIA, *BOOK_TYPES, *FILM_GENRES, *PRODUCT_MODELS]
+    for occupations in OCCUPATIONS.values():
+        values.extend(occupations)
+    for occupation, positions, clubs in SPORTS.values():
+        values.extend((occupation, *positions, *clubs))
+    for suffixes, products in INDUSTRIES.values():
+        values.extend((*suffixes, *products))
+    for value in values:
+        words.extend(re.findall(r"[a-z]+", value.lower()))
+    return frozenset(words)
+
+
+def _check() -> None:
+    """Object fields must follow a space or open the sentence (word positions rely on it)."""
+    for group in (LEADS, FACTS, KIND_FACTS):
+        for templates in group.values():
+            for template in templates:
+                for match in re.finditer(r"\{(o|P\d+)\}", template):
+                    if match.start() > 0 and template[match.start() - 1] != " ":
+                        raise AssertionError(f"object field not after a space: {template!r}")
+
+
+_check()
