@@ -160,7 +160,10 @@ def evaluate(
         progress=show_progress,
     )
     with timer.stage("load_retriever"):
-        model = retriever_entry.spec.load(**options)
+        try:
+            model = retriever_entry.spec.load(**options)
+        except (TypeError, ValueError) as exc:  # a bad option value is the user's to fix
+            raise HarnessError(f"retriever {retriever!r}: {exc}") from exc
     with timer.stage("index"):
         model.index(loaded_suite.corpus, context)
     with timer.stage("search"):

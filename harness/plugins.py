@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import traceback
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
@@ -123,8 +122,9 @@ def load_plugins(
                     f"plugin {ep.name!r} ({dist} {version}) failed to load: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            failures.append(PluginFailure(name=ep.name, distribution=dist, version=version, error=last))
+            failures.append(
+                PluginFailure(name=ep.name, distribution=dist, version=version, error=f"{type(exc).__name__}: {exc}")
+            )
             continue
         hooks = tuple(sorted(impl.name for impl in manager.get_hookcallers(module) or ()))
         plugins.append(

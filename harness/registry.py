@@ -70,7 +70,14 @@ class Registry(Generic[T]):
                     )
                 entries[name] = Entry(spec, _plugin)
 
-            impl.function(register=register)
+            try:
+                impl.function(register=register)
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise HarnessError(
+                    f"plugin {impl.plugin_name!r} failed in {info.hook}: {type(exc).__name__}: {exc}"
+                ) from exc
         return cls(kind, dict(sorted(entries.items())))
 
     def __contains__(self, name: object) -> bool:

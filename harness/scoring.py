@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from harness.matching import AnswerMatcher, prepare
 from harness.types import FirstHitRanks, MatchMode, Question
 
 #: Looks a passage's text up by id (the text only: titles are never matched).
@@ -29,6 +28,8 @@ def first_hit_ranks(
     read only up to its first hit, so scoring costs about one tokenisation per distinct passage
     plus one substring search per (question, answer, passage) checked.
     """
+    from harness.matching import AnswerMatcher, prepare  # imports `regex`: not at start-up
+
     if len(questions) != len(rankings):
         raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
     prepared: dict[str, str] = {}

@@ -13,23 +13,26 @@ from harness import __version__
 from harness.errors import HarnessError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="harness")
-def cli() -> None:
-    """Benchmark open-domain QA retrievers with the exact DPR protocol (top-k answer accuracy)."""
+def _group() -> click.Group:
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="harness")
+    def cli() -> None:
+        """Benchmark open-domain QA retrievers with the exact DPR protocol (top-k answer accuracy)."""
+
+    return cli
 
 
-def _add_builtin_commands() -> None:
+def build_cli() -> click.Group:
+    """A new command group: the built-in commands, then each plugin's ``register_commands``."""
     from harness.cli.leaderboard import leaderboard
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
+    from harness.plugins import loaded_plugins
 
+    cli = _group()
     for command in (run, leaderboard, list_command, plugins_command):
         cli.add_command(command)
-
-
-def _add_plugin_commands() -> None:
-    from harness.plugins import loaded_plugins
+    owners = {name: "harness" for name in cli.commands}
 
     loaded = loaded_plugins()
     for failure in loaded.failures:
@@ -38,15 +41,29 @@ def _add_plugin_commands() -> None:
             f"failed to load and was skipped: {failure.error} (HARNESS_STRICT_PLUGINS=1 makes this an error)",
             err=True,
         )
-    loaded.manager.hook.register_commands(cli=cli)
+    for impl in loaded.manager.hook.register_commands.get_hookimpls():
+        before = dict(cli.commands)
+        try:
+            impl.function(cli=cli)
+        except Exception as exc:
+            raise HarnessError(
+                f"plugin {impl.plugin_name!r} failed in register_commands: {type(exc).__name__}: {exc}"
+            ) from exc
+        for name, command in cli.commands.items():
+            if name in before and before[name] is not command:
+                raise HarnessError(
+                    f"command {name!r} is defined by both {owners[name]!r} and plugin {impl.plugin_name!r}"
+                )
+            owners.setdefault(name, impl.plugin_name)
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        _add_builtin_commands()
-        _add_plugin_commands()
-        cli.main(args=argv, prog_name="harness", standalone_mode=False)
+        cli = build_cli()
+        # Without standalone mode, click returns the code of a ``click.exceptions.Exit``.
+        returned = cli.main(args=argv, prog_name="harness", standalone_mode=False)
     except HarnessError as exc:
         click.echo(f"harness: error: {exc}", err=True)
         return exc.exit_code
@@ -61,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("harness: interrupted", err=True)
         return 130
-    return 0
+    return returned if isinstance(returned, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
