@@ -82,6 +82,10 @@ def start_jvm() -> str:
     if not jnius_config.vm_running:
         os.environ["JAVA_HOME"] = home
         jnius_config.add_classpath(anserini_jar())
+        # Lucene uses sun.misc.Unsafe and native access; allow both so the JVM does not warn.
+        jnius_config.add_options("--enable-native-access=ALL-UNNAMED")
+        if (java_major(home) or 0) >= 23:
+            jnius_config.add_options("--sun-misc-unsafe-memory-access=allow")
         try:
             import jnius  # noqa: F401  (the JVM starts here)
         except Exception as exc:
@@ -91,13 +95,20 @@ def start_jvm() -> str:
     return home
 
 
+_loggers: list = []  # java.util.logging keeps loggers weakly: hold the ones we configure
+
+
 def _quiet_lucene_logging() -> None:
-    """Anserini logs every indexing step at INFO on stdout; keep warnings only."""
+    """Anserini logs every indexing step at INFO (log4j); keep warnings only. Lucene warns through
+    java.util.logging that it predates the running Java (harmless): keep errors only there."""
     try:
         from jnius import autoclass
 
         configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
-        level = autoclass("org.apache.logging.log4j.Level")
-        configurator.setRootLevel(level.WARN)
+        configurator.setRootLevel(autoclass("org.apache.logging.log4j.Level").WARN)
+        jul = autoclass("java.util.logging.Logger")
+        logger = jul.getLogger("org.apache.lucene.store")
+        logger.setLevel(autoclass("java.util.logging.Level").SEVERE)
+        _loggers.append(logger)
     except Exception:  # logging is cosmetic: never fail a run over it
         pass
