@@ -1,0 +1,72 @@
+"""An example harness plugin: one retriever, one suite and one command.
+
+harness imports this module through the ``harness`` entry point declared in ``pyproject.toml`` and
+calls the hook functions below. Hooks only hand over cheap spec records; the retriever and the
+suite are built by the specs' ``load`` functions, which import their modules lazily.
+"""
+
+from __future__ import annotations
+
+from harness import hookimpl
+from harness.types import RetrieverSpec, SuiteSpec
+
+__version__ = "0.1.0"
+
+#: The retriever's options and their defaults (``harness run -o lowercase=false`` overrides).
+RETRIEVER_OPTIONS = {"lowercase": True}
+
+
+def load_retriever(**options):
+    """``RetrieverSpec.load``: called only when ``example-overlap`` runs."""
+    from harness_plugin_example.retriever import OverlapRetriever
+
+    return OverlapRetriever(**{**RETRIEVER_OPTIONS, **options})
+
+
+def load_suite():
+    """``SuiteSpec.load``: called only when ``example-capitals`` is evaluated."""
+    from harness_plugin_example.suite import capitals_suite
+
+    return capitals_suite()
+
+
+@hookimpl
+def register_retrievers(register):
+    register(
+        RetrieverSpec(
+            name="example-overlap",
+            description="example plugin: ranks passages by how many distinct question words occur in title + text",
+            load=load_retriever,
+            options=RETRIEVER_OPTIONS,
+        )
+    )
+
+
+@hookimpl
+def register_suites(register):
+    register(
+        SuiteSpec(
+            name="example-capitals",
+            description="example plugin: 10 questions about the capitals of made-up countries",
+            load=load_suite,
+            match="string",
+            synthetic=True,
+        )
+    )
+
+
+@hookimpl
+def register_commands(cli):
+    import click  # already imported by the harness command line, so this costs nothing
+
+    @cli.command("example-hello")
+    @click.option("--name", default="world", show_default=True, help="Whom to greet.")
+    def example_hello(name: str) -> None:
+        """Say hello from the example plugin (shows how a plugin adds a command)."""
+        from harness_plugin_example.suite import capitals_suite  # imports belong inside commands
+
+        suite = capitals_suite()
+        click.echo(
+            f"hello, {name}, from harness-plugin-example {__version__}: suite {suite.name!r} has "
+            f"{len(suite.questions)} questions over {len(suite.corpus)} passages"
+        )

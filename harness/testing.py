@@ -1,0 +1,205 @@
+"""Helpers for plugin authors' tests: a toy suite and a retriever conformance check.
+
+>>> from harness.testing import check_retriever
+>>> check_retriever(my_retriever_spec)             # doctest: +SKIP
+RetrieverCheck(parameters={...}, rankings=[...], first_hit_ranks=[...], accuracy={1: 1.0, 5: 1.0})
+
+:func:`check_retriever` loads a retriever, indexes a small corpus, searches it, and raises
+``AssertionError`` with a message naming the problem when the retriever breaks the
+:class:`harness.types.Retriever` contract. It checks the contract, not quality: the accuracy it
+returns is for the author's own assertions.
+
+Only the standard library and :mod:`harness` are imported, so this module is cheap to import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.types import (
+    Hit,
+    InMemoryCorpus,
+    Part,
+    Passage,
+    Question,
+    Retriever,
+    RetrieverSpec,
+    RunContext,
+    Suite,
+)
+
+_TOY_PASSAGES = (
+    ("t1", "Apple", "The apple is a round fruit that grows on trees; many apples are red or green."),
+    ("t2", "Banana", "The banana is a long yellow fruit that grows in bunches in warm countries."),
+    ("t3", "Cherry", "A cherry is a small red stone fruit; cherry trees flower in spring."),
+    ("t4", "Lemon", "The lemon is a sour yellow citrus fruit used for juice."),
+    ("t5", "Potato", "The potato is a starchy tuber eaten boiled, baked or fried."),
+    ("t6", "Carrot", "The carrot is an orange root vegetable rich in vitamin A."),
+    ("t7", "Oak", "The oak is a large tree whose fruit is the acorn."),
+    ("t8", "Salt", "Table salt is sodium chloride, a mineral used to season food."),
+)
+
+_TOY_QUESTIONS = (
+    ("toy-1", "What colour is a banana?", ("yellow",)),
+    ("toy-2", "What vegetable is orange and rich in vitamin A?", ("carrot",)),
+    ("toy-3", "What is the fruit of the oak tree called?", ("acorn",)),
+    ("toy-4", "What is table salt made of?", ("sodium chloride",)),
+)
+
+
+def toy_suite() -> Suite:
+    """A tiny suite: 8 passages, 4 questions in one part, string matching.
+
+    It has more passages than the default ``k`` of :func:`check_retriever`, so a retriever that
+    ignores ``k`` is caught. A lexical retriever should answer every question at rank 0.
+    """
+    corpus = InMemoryCorpus("toy", (Passage(id=i, title=t, text=x) for i, t, x in _TOY_PASSAGES))
+    questions = tuple(Question(id=i, text=t, answers=a) for i, t, a in _TOY_QUESTIONS)
+    return Suite(
+        name="toy",
+        parts=(Part(name="toy", questions=questions),),
+        corpus=corpus,
+        match="string",
+        default_k=(1, 5),
+        synthetic=True,
+        description="harness.testing toy suite",
+    )
+
+
+@dataclass(frozen=True)
+class RetrieverCheck:
+    """What :func:`check_retriever` saw from a retriever that passed."""
+
+    #: ``retriever.parameters()`` as a dict.
+    parameters: dict[str, Any]
+    #: Each question's ranked passage ids.
+    rankings: list[list[str]]
+    #: Each question's first-hit rank (0-based), or None.
+    first_hit_ranks: list[int | None]
+    #: Top-1 and top-k accuracy on the suite.
+    accuracy: dict[int, float]
+
+
+def _fail(message: str) -> None:
+    raise AssertionError(f"check_retriever: {message}")
+
+
+def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]) -> tuple[str, Retriever]:
+    if isinstance(retriever, str):
+        from harness.registry import retrievers
+
+        retriever = retrievers().get(retriever)
+    if isinstance(retriever, RetrieverSpec):
+        name = retriever.name
+        try:
+            json.dumps(dict(retriever.options), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            _fail(f"retriever {name!r}: RetrieverSpec.options is not JSON-serialisable: {exc}")
+        unknown = sorted(set(options) - set(retriever.options))
+        if unknown:
+            _fail(f"retriever {name!r} declares no option {unknown[0]!r} in RetrieverSpec.options")
+        loaded = retriever.load(**options)
+    else:
+        if options:
+            raise TypeError("options can only be given with a RetrieverSpec or a retriever name")
+        name, loaded = type(retriever).__name__, retriever
+    if not isinstance(loaded, Retriever):
+        _fail(f"{name!r} loaded a {type(loaded).__name__}, which lacks parameters(), index() or search()")
+    return name, loaded
+
+
+def check_retriever(
+    retriever: str | RetrieverSpec | Retriever,
+    *,
+    suite: Suite | None = None,
+    k: int = 5,
+    cache_dir: str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> RetrieverCheck:
+    """Check that a retriever keeps the :class:`~harness.types.Retriever` contract.
+
+    ``retriever`` is a registered retriever's name, a :class:`~harness.types.RetrieverSpec`
+    (loaded with ``options``) or an already-loaded retriever. It indexes ``suite``'s corpus
+    (default :func:`toy_suite`) with ``cache_dir`` as its cache (default: a temporary directory,
+    removed afterwards), searches every question for ``k`` hits, and raises ``AssertionError`` when:
+
+    - ``parameters()`` is not a mapping with string keys that ``json.dumps`` accepts (no NaN);
+    - ``search`` does not return one ranking per query, or a ranking holds more than ``k`` hits;
+    - a hit is not a :class:`~harness.types.Hit`, names a passage that is not in the corpus or
+      one already in the same ranking, or has a score that is not a finite number;
+    - a ranking's scores are not sorted best (highest) first;
+    - (given a spec) ``RetrieverSpec.options`` is not JSON-serialisable, or ``options`` names an
+      option the spec does not declare.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    suite = suite if suite is not None else toy_suite()
+    name, model = _load(retriever, dict(options or {}))
+
+    parameters = model.parameters()
+    if not isinstance(parameters, Mapping):
+        _fail(f"{name}.parameters() returned a {type(parameters).__name__}, not a mapping")
+    if not all(isinstance(key, str) for key in parameters):
+        _fail(f"{name}.parameters() has keys that are not strings: {list(parameters)!r}")
+    try:
+        json.dumps(dict(parameters), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        _fail(f"{name}.parameters() is not JSON-serialisable: {exc}")
+
+    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
+        context = RunContext(cache_dir=Path(cache_dir) if cache_dir is not None else Path(tmp), threads=1, progress=False)
+        model.index(suite.corpus, context)
+        queries = [q.text for q in suite.questions]
+        results = model.search(queries, k, context)
+
+    if not isinstance(results, Sequence) or len(results) != len(queries):
+        got = len(results) if isinstance(results, Sequence) else type(results).__name__
+        _fail(f"{name}.search() returned {got} rankings for {len(queries)} queries")
+    rankings: list[list[str]] = []
+    for query, ranking in zip(queries, results):
+        where = f"{name}.search() for query {query!r}"
+        if not isinstance(ranking, Sequence):
+            _fail(f"{where}: ranking is a {type(ranking).__name__}, not a sequence of Hit")
+        if len(ranking) > k:
+            _fail(f"{where}: returned {len(ranking)} hits, more than k={k}")
+        ids: list[str] = []
+        previous = math.inf
+        for position, hit in enumerate(ranking):
+            if not isinstance(hit, Hit):
+                _fail(f"{where}: hit {position} is a {type(hit).__name__}, not a harness.types.Hit")
+            try:
+                known = isinstance(hit.passage_id, str) and suite.corpus.get(hit.passage_id) is not None
+            except KeyError:
+                known = False
+            if not known:
+                _fail(f"{where}: hit {position} has unknown passage id {hit.passage_id!r}")
+            if hit.passage_id in ids:
+                _fail(f"{where}: passage id {hit.passage_id!r} appears twice")
+            score = hit.score
+            if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+                _fail(f"{where}: hit {position} has score {score!r}, not a finite number")
+            if score > previous:
+                _fail(
+                    f"{where}: scores are not sorted best first "
+                    f"(hit {position} scores {score!r} after {previous!r})"
+                )
+            previous = score
+            ids.append(hit.passage_id)
+        rankings.append(ids)
+
+    from harness.scoring import first_hit_ranks, top_k_accuracy
+
+    ranks = first_hit_ranks(suite.questions, rankings, lambda pid: suite.corpus.get(pid).text, mode=suite.match)
+    return RetrieverCheck(
+        parameters=dict(parameters),
+        rankings=rankings,
+        first_hit_ranks=ranks,
+        accuracy={cut: top_k_accuracy(ranks, cut) for cut in sorted({1, k})},
+    )

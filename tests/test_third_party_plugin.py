@@ -1,0 +1,345 @@
+"""A real third-party plugin distribution, installed with pip and driven through the CLI.
+
+``examples/harness-plugin-example`` is built and installed with pip into a temporary directory
+(offline: ``--no-index --no-build-isolation``) and put on ``PYTHONPATH`` of ``harness`` run in a
+subprocess, so plugin discovery goes through real entry points and distribution metadata, exactly
+as for a user who ran ``pip install harness-plugin-example``. Three tiny broken distributions,
+written here, show how a broken plugin, a duplicate retriever name and a misspelled hook are
+reported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "harness-plugin-example"
+
+#: Expected first-hit ranks of example-overlap on example-capitals, worked out by hand from the
+#: word overlaps (score = distinct lowercased question words found in title + text):
+#: - plain questions "What is the capital of X?": X's passage shares 5 words (the, capital, of,
+#:   is, x); every other passage shares at most 4 -> rank 0.
+#: - q02 "Which town is the capital of Quenmark?": p02 "... Ostbury, a market town." shares 6 -> 0.
+#: - q04 "Which city is the capital of the Republic of Brellin?": the distractor d01 "The Republic
+#:   of Brellin is a city state whose capital markets ..." shares 7, p04 (Kessary) 5 -> rank 1.
+#: - q05 "What is the capital of Tamsk today?": d02 "Until 1920 the capital of Tamsk was Vorny;
+#:   today ..." shares 6, p05 (Lindra) 5 -> rank 1.
+#: - q07 "Name the capital of Corvenna.": p07 shares 4, the others at most 3 -> rank 0.
+#: - q10 "Which city hosts the government of Pelloria?": p10 "Pelloria's parliament sits in
+#:   Caddon." shares only "pelloria"; nine other capitals' passages share "the" and "of" -> not
+#:   in the top 5, and no other passage names Caddon -> None.
+EXPECTED_RANKS = {
+    "plain": {"q01": 0, "q03": 0, "q06": 0, "q08": 0, "q09": 0},
+    "tricky": {"q02": 0, "q04": 1, "q05": 1, "q07": 0, "q10": None},
+}
+#: So top-1 is 5/5 on plain and 2/5 on tricky (macro 0.7), top-5 is 5/5 and 4/5 (macro 0.9).
+EXPECTED_ACCURACY = {"1": 0.7, "5": 0.9}
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("pip") is None or importlib.util.find_spec("setuptools") is None,
+    reason="needs pip and setuptools in the test environment to install plugin distributions",
+)
+
+
+# --- building and installing distributions ---------------------------------------------------
+
+
+def write_distribution(root: Path, *, dist: str, version: str, entry: str, module: str, source: str) -> Path:
+    """A one-module setuptools distribution whose module is a ``harness`` entry point."""
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [build-system]
+            requires = ["setuptools>=64"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "{dist}"
+            version = "{version}"
+
+            [project.entry-points.harness]
+            {entry} = "{module}"
+
+            [tool.setuptools]
+            py-modules = ["{module}"]
+            """
+        ),
+        encoding="utf-8",
+    )
+    (root / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    return root
+
+
+BROKEN_SOURCE = """\
+    raise ImportError("harness-broken-plugin is broken on purpose")
+"""
+
+DUPLICATE_SOURCE = """\
+    from harness import hookimpl
+    from harness.types import RetrieverSpec
+
+
+    @hookimpl
+    def register_retrievers(register):
+        register(RetrieverSpec(name="bm25", description="a second bm25", load=lambda: None))
+"""
+
+TYPO_SOURCE = """\
+    from harness import hookimpl
+
+
+    @hookimpl
+    def register_retreivers(register):  # misspelled on purpose
+        pass
+"""
+
+
+def pip_install(jobs: dict[str, tuple[Path, Path]]) -> None:
+    """Install each ``name: (source, target)`` with pip, offline, all at once."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+             "--quiet", "--target", str(target), str(source)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        )
+        for name, (source, target) in jobs.items()
+    }
+    for name, proc in procs.items():
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"pip install of {name} failed:\n{output}"
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory) -> dict[str, Path]:
+    """Site directories, one per installed distribution: example, broken, duplicate, typo."""
+    root = tmp_path_factory.mktemp("third-party")
+    example_src = root / "src" / "harness-plugin-example"
+    # Build from a copy: pip builds in the source tree and would leave build/ and *.egg-info there.
+    shutil.copytree(EXAMPLE, example_src, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    sources = {
+        "example": example_src,
+        "broken": write_distribution(root / "src" / "broken", dist="harness-broken-plugin", version="0.2.0",
+                                     entry="broken", module="harness_broken_plugin", source=BROKEN_SOURCE),
+        "duplicate": write_distribution(root / "src" / "duplicate", dist="harness-duplicate-plugin", version="0.1.0",
+                                        entry="dup", module="harness_duplicate_plugin", source=DUPLICATE_SOURCE),
+        "typo": write_distribution(root / "src" / "typo", dist="harness-typo-plugin", version="0.1.0",
+                                   entry="typo", module="harness_typo_plugin", source=TYPO_SOURCE),
+    }
+    targets = {name: root / "site" / name for name in sources}
+    pip_install({name: (sources[name], targets[name]) for name in sources})
+    assert (targets["example"] / "harness_plugin_example" / "__init__.py").is_file()
+    return targets
+
+
+@pytest.fixture(scope="module")
+def unavailable_builtins() -> list[str]:
+    """Installed plugins that fail to load in this checkout without any third-party plugin (e.g. a
+    built-in still being written). They are disabled in the subprocesses, so that strict mode
+    judges only the plugins under test."""
+    from harness.plugins import load_plugins
+
+    return [failure.name for failure in load_plugins(strict=False).failures]
+
+
+class Harness:
+    """Runs the ``harness`` command line in a subprocess with a given plugin path."""
+
+    def __init__(self, sites: list[Path], workdir: Path, disabled: list[str], *, strict: bool = True):
+        self.workdir = workdir
+        self.results = workdir / "results"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+        env["PYTHONPATH"] = os.pathsep.join([*map(str, sites), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env["HARNESS_RESULTS_DIR"] = str(self.results)
+        env["HARNESS_CACHE_DIR"] = str(workdir / "cache")
+        if strict:
+            env["HARNESS_STRICT_PLUGINS"] = "1"
+        if disabled:
+            env["HARNESS_DISABLE_PLUGINS"] = ",".join(disabled)
+        self.env = env
+
+    def __call__(self, *args: str, command: list[str] | None = None) -> subprocess.CompletedProcess:
+        command = command or [sys.executable, "-m", "harness.cli.main"]
+        return subprocess.run(
+            [*command, *args], cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=120
+        )
+
+
+@pytest.fixture
+def harness(sites, unavailable_builtins, tmp_path) -> Harness:
+    """``harness`` with the example plugin installed, in strict mode."""
+    return Harness([sites["example"]], tmp_path, unavailable_builtins)
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return proc.stdout
+
+
+def line_for(name: str, output: str) -> str:
+    lines = [line for line in output.splitlines() if line.split(" ", 1)[0] == name]
+    assert len(lines) == 1, f"expected one line for {name!r} in:\n{output}"
+    return lines[0]
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected a one-line error, got:\n{proc.stderr}"
+    assert lines[0].startswith("harness: error: ")
+    return lines[0]
+
+
+# --- the example plugin ----------------------------------------------------------------------
+
+
+def test_plugins_lists_the_example_distribution(harness):
+    line = line_for("example", ok(harness("plugins")))
+    assert "harness-plugin-example 0.1.0" in line
+    assert "(harness_plugin_example)" in line
+    assert "hooks: register_commands, register_retrievers, register_suites" in line
+
+
+def test_list_shows_the_example_retriever_and_suite(harness):
+    retrievers = ok(harness("list", "retrievers"))
+    assert "word" in line_for("example-overlap", retrievers)
+    suites = ok(harness("list", "suites"))
+    assert line_for("example-capitals", suites).endswith("[synthetic]")
+
+
+def test_run_example_retriever_on_example_suite(harness):
+    out = ok(harness("run", "--retriever", "example-overlap", "--suite", "example-capitals", "--k", "1,5", "--no-progress"))
+    assert "suite example-capitals (SYNTHETIC data): 10 questions in 2 part(s), 20 passages" in out
+    assert "retriever example-overlap (lowercase=True)" in out
+    table = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("plain", "tricky", "macro"))}
+    assert table["plain"][-2:] == ["100.00", "100.00"]
+    assert table["tricky"][-2:] == ["40.00", "80.00"]
+    assert table["macro"][-2:] == ["70.00", "90.00"]
+
+    files = sorted(harness.results.glob("*.json"))
+    assert [f.name.rsplit("--", 1)[0] for f in files] == ["example-capitals--example-overlap"]
+    assert f"result written to {files[0]}" in out
+    result = json.loads(files[0].read_text(encoding="utf-8"))
+    assert result["retriever"] == {"name": "example-overlap", "plugin": "example", "parameters": {"lowercase": True}}
+    assert result["suite"]["name"] == "example-capitals" and result["suite"]["synthetic"] is True
+    assert result["k"] == [1, 5] and result["depth"] == 5
+    assert result["first_hit_ranks"] == EXPECTED_RANKS
+    assert result["metrics"]["accuracy"]["macro"] == pytest.approx(EXPECTED_ACCURACY)
+    parts = result["metrics"]["accuracy"]["parts"]
+    assert parts["plain"] == pytest.approx({"1": 1.0, "5": 1.0})
+    assert parts["tricky"] == pytest.approx({"1": 0.4, "5": 0.8})
+    assert result["versions"]["plugins"]["example"] == {"distribution": "harness-plugin-example", "version": "0.1.0"}
+
+
+def test_run_passes_retriever_options(harness):
+    ok(harness("run", "-r", "example-overlap", "-s", "example-capitals", "--k", "1", "-o", "lowercase=false", "--no-progress"))
+    (file,) = harness.results.glob("*.json")
+    assert json.loads(file.read_text(encoding="utf-8"))["retriever"]["parameters"] == {"lowercase": False}
+
+    error = one_line_error(harness("run", "-r", "example-overlap", "-s", "example-capitals", "-o", "stem=true"))
+    assert "has no option 'stem'" in error and "lowercase" in error
+
+
+def test_plugin_command(harness):
+    out = ok(harness("example-hello", "--name", "tester"))
+    assert out.strip() == (
+        "hello, tester, from harness-plugin-example 0.1.0: suite 'example-capitals' has 10 questions over 20 passages"
+    )
+    assert "example-hello" in ok(harness("--help"))
+
+
+def test_console_script(harness):
+    script = Path(sys.executable).parent / ("harness.exe" if os.name == "nt" else "harness")
+    if not script.exists():
+        pytest.skip(f"no console script at {script}")
+    line_for("example", ok(harness("plugins", command=[str(script)])))
+
+
+def test_check_retriever_by_name_on_the_installed_plugin(harness):
+    code = (
+        "from harness.testing import check_retriever\n"
+        "check = check_retriever('example-overlap')\n"
+        "print(check.parameters, check.accuracy)\n"
+    )
+    out = ok(harness(command=[sys.executable, "-c", code]))
+    assert out.strip() == "{'lowercase': True} {1: 1.0, 5: 1.0}"
+
+
+def test_example_retriever_on_builtin_demo_suite(harness):
+    suites = ok(harness("list", "suites"))
+    if "demo" not in [line.split(" ", 1)[0] for line in suites.splitlines()]:
+        pytest.skip("the built-in demo suite is not installed")
+    out = ok(harness("run", "-r", "example-overlap", "-s", "demo", "--k", "1,5", "--no-progress"))
+    assert "retriever example-overlap" in out
+    (file,) = harness.results.glob("demo--example-overlap--*.json")
+    result = json.loads(file.read_text(encoding="utf-8"))
+    assert result["retriever"]["plugin"] == "example"
+    for value in result["metrics"]["accuracy"]["macro"].values():
+        assert 0.0 <= value <= 1.0
+
+
+# --- broken plugins --------------------------------------------------------------------------
+
+
+def test_broken_plugin_is_reported_and_skipped(sites, unavailable_builtins, tmp_path):
+    harness = Harness([sites["example"], sites["broken"]], tmp_path, unavailable_builtins, strict=False)
+    proc = harness("plugins")
+    out = ok(proc)
+    line = line_for("broken", out)
+    assert "harness-broken-plugin 0.2.0" in line
+    assert "FAILED" in line and "ImportError: harness-broken-plugin is broken on purpose" in line
+    line_for("example", out)  # the others still load
+    assert "plugin 'broken'" in proc.stderr and "Traceback" not in proc.stderr
+    assert "example-overlap" in ok(harness("list", "retrievers"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plugins"],
+        ["list", "retrievers"],
+        ["run", "-r", "example-overlap", "-s", "example-capitals"],
+        ["example-hello"],
+    ],
+    ids=lambda args: " ".join(args),
+)
+def test_strict_mode_makes_a_broken_plugin_fatal(sites, unavailable_builtins, tmp_path, args):
+    harness = Harness([sites["example"], sites["broken"]], tmp_path, unavailable_builtins)
+    proc = harness(*args)
+    error = one_line_error(proc)
+    assert "'broken'" in error and "harness-broken-plugin 0.2.0" in error
+    assert "ImportError: harness-broken-plugin is broken on purpose" in error
+    assert proc.stdout == ""
+    assert not harness.results.exists()
+
+
+def test_duplicate_retriever_name_is_an_error(sites, unavailable_builtins, tmp_path):
+    if "bm25" in unavailable_builtins:
+        pytest.skip("the built-in bm25 plugin does not load in this checkout")
+    harness = Harness([sites["duplicate"]], tmp_path, unavailable_builtins)
+    line_for("dup", ok(harness("plugins")))  # the plugin itself loads
+    error = one_line_error(harness("list", "retrievers"))
+    assert "'bm25'" in error and "'dup'" in error and "two plugins" in error
+    ok(harness("list", "metrics"))  # other kinds are unaffected
+
+
+def test_misspelled_hook_is_reported(sites, unavailable_builtins, tmp_path):
+    lenient = Harness([sites["typo"]], tmp_path, unavailable_builtins, strict=False)
+    line = line_for("typo", ok(lenient("plugins")))
+    assert "harness-typo-plugin 0.1.0" in line and "FAILED" in line
+    assert "unknown hook(s) register_retreivers" in line
+
+    strict = Harness([sites["typo"]], tmp_path, unavailable_builtins)
+    error = one_line_error(strict("plugins"))
+    assert "'typo'" in error and "register_retreivers" in error
