@@ -6,6 +6,9 @@
   CSV-quoted, so they are read with ``csv.reader(f, delimiter="\\t")``, not split on tabs.
 - ``jsonl``: one ``{"question": str, "answer": [str, ...]}`` per line (``"answers"`` accepted too).
 - ``json-list``: EntityQuestions' ``[{"question": str, "answers": [str, ...]}, ...]``.
+- ``squad-json``: SQuAD v1.1 (``{"data": [{"title", "paragraphs": [{"context", "qas": [{"id",
+  "question", "answers": [{"text"}]}]}]}]}``); a question's answers are its answer texts, in order,
+  without repeats (repeats cannot change a match). Ids are SQuAD's question ids.
 
 Question ids are the 0-based position in the file (as pyserini's DPR runs number them) unless a
 prefix is given (``P19-0``...). Question text is kept as it is; the only normalisation the
@@ -24,7 +27,7 @@ from typing import Any
 from harness.errors import InputFileError
 from harness.types import Question
 
-FORMATS = ("dpr-tsv", "jsonl", "json-list")
+FORMATS = ("dpr-tsv", "jsonl", "json-list", "squad-json")
 
 
 def _answers(value: Any, path: Path, line: int | None) -> tuple[str, ...]:
@@ -113,12 +116,59 @@ def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ..
             raise InputFileError(path, where + exc.problem) from None
 
 
+def load_squad(path: Path) -> list[dict[str, Any]]:
+    """The ``data`` list of a SQuAD v1.1 JSON file, checked for the fields harness reads."""
+    with _open(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+        except UnicodeDecodeError:
+            raise InputFileError(path, "not UTF-8 text") from None
+    articles = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(articles, list):
+        raise InputFileError(path, 'expected a SQuAD object with a "data" list')
+    for a, article in enumerate(articles):
+        if not isinstance(article, dict) or not isinstance(article.get("title"), str) or not isinstance(
+            article.get("paragraphs"), list
+        ):
+            raise InputFileError(path, f'data[{a}]: expected an article with "title" and "paragraphs"')
+        for p, paragraph in enumerate(article["paragraphs"]):
+            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str) or not isinstance(
+                paragraph.get("qas"), list
+            ):
+                raise InputFileError(path, f'data[{a}].paragraphs[{p}]: expected "context" and "qas"')
+    return articles
+
+
+def _read_squad(path: Path) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    for a, article in enumerate(load_squad(path)):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            for i, qa in enumerate(paragraph["qas"]):
+                where = f"data[{a}].paragraphs[{p}].qas[{i}]: "
+                if not isinstance(qa, dict) or not isinstance(qa.get("answers"), list):
+                    raise InputFileError(path, where + 'expected "id", "question" and "answers"')
+                texts = [ans.get("text") if isinstance(ans, dict) else None for ans in qa["answers"]]
+                try:
+                    question = _question(qa.get("question"), path, None)
+                    answers = _answers(list(dict.fromkeys(texts)), path, None)
+                except InputFileError as exc:
+                    raise InputFileError(path, where + exc.problem) from None
+                yield str(qa.get("id", f"{a}-{p}-{i}")), question, answers
+
+
 _READERS = {"dpr-tsv": _read_dpr_tsv, "jsonl": _read_jsonl, "json-list": _read_json_list}
 
 
 def read_questions(path: str | Path, format: str, *, id_prefix: str = "") -> tuple[Question, ...]:
-    """Every question of ``path`` in file order; ids are ``id_prefix`` + 0-based position."""
+    """Every question of ``path`` in file order; ids are ``id_prefix`` + 0-based position (SQuAD:
+    ``id_prefix`` + SQuAD's own question id)."""
     path = Path(path)
+    if format == "squad-json":
+        rows = list(_read_squad(path))
+        if not rows:
+            raise InputFileError(path, "no questions")
+        return tuple(Question(id=f"{id_prefix}{qid}", text=text, answers=answers) for qid, text, answers in rows)
     if format not in _READERS:
         raise ValueError(f"unknown question format {format!r}; known: {', '.join(FORMATS)}")
     rows = list(_READERS[format](path))

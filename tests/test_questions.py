@@ -78,3 +78,54 @@ def test_malformed_files_give_one_line_naming_file_and_line(tmp_path, fmt, conte
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(InputFileError, match="missing.tsv: cannot read question file"):
         read_questions(tmp_path / "missing.tsv", "dpr-tsv")
+
+
+SQUAD_SAMPLE = {
+    "version": "1.1",
+    "data": [
+        {
+            "title": "Super_Bowl_50",
+            "paragraphs": [
+                {
+                    "context": "Super Bowl 50 was an American football game. The Denver Broncos defeated the Carolina Panthers.",
+                    "qas": [
+                        {"id": "56be4db0acb8001400a502ec", "question": "Which NFL team won Super Bowl 50?",
+                         "answers": [{"answer_start": 46, "text": "Denver Broncos"}, {"answer_start": 46, "text": "Denver Broncos"},
+                                     {"answer_start": 50, "text": "Broncos"}]},
+                        {"id": "56be4db0acb8001400a502ed", "question": "Who lost?",
+                         "answers": [{"answer_start": 66, "text": "Carolina Panthers"}]},
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_squad_json_questions_keep_ids_and_distinct_answers(tmp_path):
+    import json
+
+    path = tmp_path / "dev-v1.1.json"
+    path.write_text(json.dumps(SQUAD_SAMPLE))
+    first, second = read_questions(path, "squad-json")
+    assert first.id == "56be4db0acb8001400a502ec" and first.answers == ("Denver Broncos", "Broncos")
+    assert second.text == "Who lost?" and second.answers == ("Carolina Panthers",)
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"data": {}}, 'expected a SQuAD object with a "data" list'),
+        ({"data": [{"title": "t"}]}, 'data[0]: expected an article with "title" and "paragraphs"'),
+        ({"data": [{"title": "t", "paragraphs": [{"context": "c", "qas": [{"question": "q", "answers": []}]}]}]},
+         "data[0].paragraphs[0].qas[0]: question has no answers"),
+    ],
+)
+def test_malformed_squad_is_named(tmp_path, data, problem):
+    import json
+
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputFileError) as err:
+        read_questions(path, "squad-json")
+    assert problem in str(err.value)
