@@ -87,8 +87,8 @@ def test_nq_open_from_anserini_and_from_google_agree(shared_data):
     # - Google's file writes no-break spaces where anserini-tools' has spaces (DPR's tokenizer
     #   splits on both, so these answers match the same passages);
     # - anserini-tools' file has every '"' inside an answer doubled ('""Fix You""' for Google's
-    #   '"Fix You"'), left unquoted so a CSV reader keeps both quotes. Pyserini's NQ-open numbers
-    #   come from that file, the Contriever/FiD ones from Google's: hence two suites.
+    #   '"Fix You"'), left unquoted so a CSV reader keeps both quotes. Pyserini's topics are this
+    #   file; the Contriever/FiD numbers come from Google's: hence two suites.
     by_text = {q.text: q.answers for q in b}
     assert set(by_text) == {q.text for q in a}
     differing = [q for q in a if by_text[q.text] != q.answers]
