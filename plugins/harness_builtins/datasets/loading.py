@@ -1,0 +1,52 @@
+"""Loading a spec'd suite: fetch and read its question files; attach its corpus lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.corpora import LazyCorpus
+from harness.download import FetchResult, RemoteFile, data_dir, fetch
+from harness.questions import read_questions
+from harness.specs import CorpusDatasetSpec, FileSpec, load_catalog
+from harness.types import Corpus, Part, Suite
+
+
+def fetch_file(file: FileSpec, *, progress: bool = True) -> FetchResult:
+    """The local copy of a spec'd file, downloaded and verified if not already there."""
+    return fetch(RemoteFile(url=file.url, path=file.path, sha256=file.sha256, size=file.size), progress=progress)
+
+
+def load_suite(name: str, *, progress: bool = True) -> Suite:
+    catalog = load_catalog()
+    spec = catalog.suites[name]
+    parts = []
+    several = len(spec.parts) > 1
+    for part in spec.parts:
+        path = fetch_file(part.file, progress=progress).path
+        prefix = f"{part.name}-" if several else ""
+        parts.append(Part(name=part.name, questions=read_questions(path, part.file.format, id_prefix=prefix)))
+    corpus_spec = catalog.corpora[spec.corpus]
+    return Suite(
+        name=spec.name,
+        parts=tuple(parts),
+        corpus=LazyCorpus(corpus_spec.name, lambda: open_corpus(corpus_spec, progress=progress)),
+        match=spec.match,  # type: ignore[arg-type]
+        default_k=spec.default_k,
+        description=spec.description,
+    )
+
+
+def open_corpus(spec: CorpusDatasetSpec, *, progress: bool = True) -> Corpus:
+    """Fetch a corpus and open it: SQuAD paragraphs in memory, TSV/JSONL through a corpus store
+    built once (in the data folder, keyed by the source file's sha256) and memory-mapped after."""
+    fetched = fetch_file(spec.file, progress=progress)
+    if spec.file.format == "squad-json":
+        from harness_builtins.datasets.squad import squad_paragraph_corpus
+
+        return squad_paragraph_corpus(fetched.path, name=spec.name)
+    from harness.corpus_store import CorpusStore, build_store
+
+    store_dir = data_dir() / "stores" / f"{spec.name}-{fetched.sha256[:16]}"
+    if store_dir.exists():
+        return CorpusStore.open(store_dir)
+    return build_store(Path(fetched.path), store_dir, format=spec.file.format, name=spec.name, progress=progress)
