@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,9 @@ class Timer:
 
 def retrieve(
     retriever: Retriever, questions: Sequence[Question], depth: int, context: RunContext
-) -> list[list[str]]:
-    """Each question's top-``depth`` passage ids, searched in batches with a progress bar."""
-    rankings: list[list[str]] = []
+) -> list[list[Hit]]:
+    """Each question's top-``depth`` hits, searched in batches with a progress bar."""
+    rankings: list[list[Hit]] = []
     queries = [normalize_question(q.text) for q in questions]
     with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
         for start in range(0, len(queries), SEARCH_BATCH):
@@ -76,7 +77,9 @@ def retrieve(
             for ranking in hits:
                 if len(ranking) > depth:
                     raise HarnessError(f"retriever returned {len(ranking)} hits where at most {depth} were asked for")
-                rankings.append([h.passage_id if isinstance(h, Hit) else str(h) for h in ranking])
+                if not all(isinstance(h, Hit) for h in ranking):
+                    raise HarnessError("retriever returned a hit that is not a harness.types.Hit")
+                rankings.append(list(ranking))
             bar.update(len(batch))
     return rankings
 
@@ -95,11 +98,12 @@ def _text_lookup(corpus: Corpus, retriever_name: str):
 
 
 def score_suite(
-    suite: Suite, rankings: Sequence[Sequence[str]], *, retriever_name: str = "?"
+    suite: Suite, rankings: Sequence[Sequence[Hit]], *, retriever_name: str = "?"
 ) -> dict[str, dict[str, int | None]]:
     """First-hit ranks per part and question id, for rankings aligned with ``suite.questions``."""
     lookup = _text_lookup(suite.corpus, retriever_name)
-    ranks = first_hit_ranks(suite.questions, rankings, lookup, mode=suite.match)
+    ids = [[hit.passage_id for hit in ranking] for ranking in rankings]
+    ranks = first_hit_ranks(suite.questions, ids, lookup, mode=suite.match)
     by_part: dict[str, dict[str, int | None]] = {}
     position = 0
     for part in suite.parts:
@@ -139,6 +143,33 @@ def evaluate(
     ``k`` defaults to the suite's default cutoffs; the retriever is asked for ``max(k)`` passages
     per question. ``options`` are passed to the retriever's loader.
     """
+    return run_evaluation(
+        retriever, suite, k=k, options=options, metrics=metrics, cache_dir=cache_dir,
+        threads=threads, show_progress=show_progress,
+    ).result
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a run produced: the result document, the loaded suite, and each question's ranking."""
+
+    result: dict[str, Any]
+    suite: Suite
+    rankings: list[list[Hit]]
+
+
+def run_evaluation(
+    retriever: str,
+    suite: str,
+    *,
+    k: Sequence[int] | None = None,
+    options: Mapping[str, Any] | None = None,
+    metrics: Sequence[str] = ("accuracy",),
+    cache_dir: str | os.PathLike | None = None,
+    threads: int | None = None,
+    show_progress: bool = True,
+) -> Evaluation:
+    """:func:`evaluate`, keeping the suite and the rankings (with scores) for saving the run."""
     timer = Timer()
     retriever_entry = registry.retrievers().entry(retriever)
     suite_spec = registry.suites().get(suite)
@@ -170,35 +201,59 @@ def evaluate(
         rankings = retrieve(model, loaded_suite.questions, depth, context)
     with timer.stage("score"):
         ranks = score_suite(loaded_suite, rankings, retriever_name=retriever)
-        metric_values = compute_metrics(ranks, ks, metrics)
+    result = build_result(
+        loaded_suite,
+        retriever={"name": retriever, "plugin": retriever_entry.plugin, "parameters": dict(model.parameters())},
+        ranks=ranks,
+        ks=ks,
+        depth=depth,
+        metrics=metrics,
+        timings=timer.seconds,
+    )
+    return Evaluation(result=result, suite=loaded_suite, rankings=rankings)
 
+
+def _corpus_record(suite: Suite) -> dict[str, Any]:
+    """The corpus's name, size and fingerprint; size and fingerprint only if it was opened (a
+    lazily opened corpus that scoring never needed is not downloaded for the record's sake)."""
+    corpus = suite.corpus
+    if getattr(corpus, "loaded", True):
+        return {"name": corpus.name, "passages": len(corpus), "fingerprint": corpus.fingerprint}
+    return {"name": corpus.name, "passages": None, "fingerprint": None}
+
+
+def build_result(
+    suite: Suite,
+    *,
+    retriever: Mapping[str, Any],
+    ranks: Mapping[str, Mapping[str, int | None]],
+    ks: Sequence[int],
+    depth: int,
+    metrics: Sequence[str],
+    timings: Mapping[str, float],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The result document (schema ``harness-result/1``) for first-hit ranks of ``suite``."""
     return {
         "schema": SCHEMA,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "suite": {
-            "name": loaded_suite.name,
-            "description": loaded_suite.description,
-            "synthetic": loaded_suite.synthetic,
-            "match": loaded_suite.match,
-            "questions_fingerprint": loaded_suite.questions_fingerprint,
-            "parts": [{"name": p.name, "questions": len(p.questions)} for p in loaded_suite.parts],
-            "corpus": {
-                "name": loaded_suite.corpus.name,
-                "passages": len(loaded_suite.corpus),
-                "fingerprint": loaded_suite.corpus.fingerprint,
-            },
+            "name": suite.name,
+            "description": suite.description,
+            "synthetic": suite.synthetic,
+            "match": suite.match,
+            "questions_fingerprint": suite.questions_fingerprint,
+            "parts": [{"name": p.name, "questions": len(p.questions)} for p in suite.parts],
+            "corpus": _corpus_record(suite),
         },
-        "retriever": {
-            "name": retriever,
-            "plugin": retriever_entry.plugin,
-            "parameters": dict(model.parameters()),
-        },
+        "retriever": dict(retriever),
         "matcher": MATCHER_VERSION,
         "k": list(ks),
         "depth": depth,
-        "first_hit_ranks": ranks,
-        "metrics": metric_values,
-        "timings": timer.seconds,
+        "first_hit_ranks": {part: dict(by_q) for part, by_q in ranks.items()},
+        "metrics": compute_metrics(ranks, ks, metrics),
+        "timings": dict(timings),
         "versions": versions(),
         "machine": machine(),
+        **(dict(extra) if extra else {}),
     }

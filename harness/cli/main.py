@@ -24,13 +24,14 @@ def _group() -> click.Group:
 
 def build_cli() -> click.Group:
     """A new command group: the built-in commands, then each plugin's ``register_commands``."""
+    from harness.cli.data import data
     from harness.cli.leaderboard import leaderboard
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
     from harness.plugins import loaded_plugins
 
     cli = _group()
-    for command in (run, leaderboard, list_command, plugins_command):
+    for command in (run, leaderboard, list_command, plugins_command, data):
         cli.add_command(command)
     owners = {name: "harness" for name in cli.commands}
 
