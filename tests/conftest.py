@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@pytest.fixture
-def test_registries(monkeypatch):
+@contextlib.contextmanager
+def registries_with_fake_retrievers():
     """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
     import harness.registry
     from harness.plugins import loaded_plugins, register_plugin
@@ -30,6 +31,15 @@ def test_registries(monkeypatch):
     manager = loaded_plugins().manager
     if not manager.is_registered(fake_retrievers):
         register_plugin(manager, fake_retrievers, "tests-fake")
-    monkeypatch.setattr(harness.registry, "_cache", {kind: Registry.collect(manager, kind) for kind in KINDS})
-    yield
-    manager.unregister(fake_retrievers)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(harness.registry, "_cache", {kind: Registry.collect(manager, kind) for kind in KINDS})
+        try:
+            yield
+        finally:
+            manager.unregister(fake_retrievers)
+
+
+@pytest.fixture
+def test_registries():
+    with registries_with_fake_retrievers():
+        yield

@@ -28,10 +28,11 @@ def build_cli() -> click.Group:
     from harness.cli.leaderboard import leaderboard
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
+    from harness.cli.score import score
     from harness.plugins import loaded_plugins
 
     cli = _group()
-    for command in (run, leaderboard, list_command, plugins_command, data):
+    for command in (run, score, leaderboard, list_command, plugins_command, data):
         cli.add_command(command)
     owners = {name: "harness" for name in cli.commands}
 

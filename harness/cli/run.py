@@ -39,6 +39,20 @@ def parse_options(values: tuple[str, ...]) -> dict[str, object]:
     return options
 
 
+def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
+    """Write an evaluation's rankings as ``STEM.trec`` and ``STEM.dpr.json`` (DPR's results format,
+    with passage titles, texts and has_answer flags)."""
+    from harness.runs import Run, write_dpr_json, write_trec
+
+    suite = evaluation.suite
+    run = Run.from_rankings(suite.questions, evaluation.rankings)
+    tag = "".join(c if not c.isspace() else "_" for c in tag) or "harness"
+    return [
+        write_trec(stem.parent / f"{stem.name}.trec", run, tag=tag),
+        write_dpr_json(stem.parent / f"{stem.name}.dpr.json", run, suite.questions, suite.corpus, mode=suite.match),
+    ]
+
+
 @click.command("run")
 @click.option("--retriever", "-r", required=True, help="Retriever name (see `harness list retrievers`).")
 @click.option("--suite", "-s", required=True, help="Suite name (see `harness list suites`).")
@@ -48,17 +62,19 @@ def parse_options(values: tuple[str, ...]) -> dict[str, object]:
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for indexing and search (default: all cores).")
+@click.option("--save-run", is_flag=True, help="Also write the ranking as a TREC run and a DPR results JSON.")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True, help="Where --save-run writes.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, no_progress) -> None:
+def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, save_run, runs_dir, no_progress) -> None:
     """Evaluate RETRIEVER on SUITE with the DPR protocol and record the result.
 
     Example: harness run --retriever bm25 --suite demo
     """
-    from harness.evaluate import evaluate
+    from harness.evaluate import run_evaluation
     from harness.report import format_result_table
     from harness.results import write_result
 
-    result = evaluate(
+    evaluation = run_evaluation(
         retriever,
         suite,
         k=parse_k_option(k_values),
@@ -68,8 +84,12 @@ def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, th
         threads=threads,
         show_progress=not no_progress,
     )
+    result = evaluation.result
     path = write_result(result, results_dir or default_results_dir())
     click.echo(format_result_table(result))
+    if save_run:
+        for saved in save_rankings(evaluation, runs_dir / path.stem, tag=retriever):
+            click.echo(f"run written to {saved}")
     timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in result["timings"].items())
     click.echo(f"\ntimings: {timings}")
     click.echo(f"result written to {path}")

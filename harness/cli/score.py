@@ -1,0 +1,41 @@
+"""``harness score``: score another system's run file and record it like ``harness run``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.run import parse_k_option
+from harness.paths import default_results_dir
+
+
+@click.command("score")
+@click.option("--suite", "-s", required=True, help="Suite the run answers (see `harness list suites`).")
+@click.option("--run", "run_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The run file.")
+@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini"]), default=None, help="Run format (default: detected from the file).")
+@click.option("--name", default=None, help="Name for the leaderboard row (default: the file name).")
+@click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
+@click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+def score(suite, run_file, fmt, name, k_values, metrics, results_dir) -> None:
+    """Score RUN on SUITE with the DPR protocol and record the result.
+
+    Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON.
+    Passage text carried by the file is scored directly; otherwise passages are looked up in
+    the suite's corpus.
+    """
+    from harness.report import format_result_table
+    from harness.results import write_result
+    from harness.score_run import score_file
+
+    def warn(message: str) -> None:
+        click.echo(f"harness: warning: {message}", err=True)
+
+    result = score_file(
+        suite, run_file, format=fmt, name=name, k=parse_k_option(k_values),
+        metrics=list(metrics) or ["accuracy"], warn=warn,
+    )
+    path = write_result(result, results_dir or default_results_dir())
+    click.echo(format_result_table(result))
+    click.echo(f"result written to {path}")
