@@ -89,13 +89,9 @@ class InMemoryCorpus:
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            digest = hashlib.sha256()
-            for p in self._passages.values():
-                for value in (p.id, p.title, p.text):
-                    encoded = value.encode("utf-8")
-                    digest.update(len(encoded).to_bytes(8, "little"))
-                    digest.update(encoded)
-            self._fingerprint = "sha256:" + digest.hexdigest()
+            from harness.fingerprint import corpus_fingerprint  # imports this module
+
+            self._fingerprint = corpus_fingerprint(self._passages.values())
         return self._fingerprint
 
     def __len__(self) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -19,27 +18,10 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@contextlib.contextmanager
-def registries_with_fake_retrievers():
-    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
-    import harness.registry
-    from harness.plugins import loaded_plugins, register_plugin
-    from harness.registry import KINDS, Registry
-
-    import fake_retrievers
-
-    manager = loaded_plugins().manager
-    if not manager.is_registered(fake_retrievers):
-        register_plugin(manager, fake_retrievers, "tests-fake")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(harness.registry, "_cache", {kind: Registry.collect(manager, kind) for kind in KINDS})
-        try:
-            yield
-        finally:
-            manager.unregister(fake_retrievers)
-
-
 @pytest.fixture
 def test_registries():
+    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
+    from fake_retrievers import registries_with_fake_retrievers
+
     with registries_with_fake_retrievers():
         yield

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 from collections import Counter, defaultdict
+
+import pytest
 
 from harness import hookimpl
 from harness.types import Hit, RetrieverSpec
@@ -55,3 +59,21 @@ def register_retrievers(register):
             options={"title_weight": 1.0},
         )
     )
+
+
+@contextlib.contextmanager
+def registries_with_fake_retrievers():
+    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
+    import harness.registry
+    from harness.plugins import loaded_plugins, register_plugin
+    from harness.registry import KINDS, Registry
+
+    manager = loaded_plugins().manager
+    if not manager.is_registered(sys.modules[__name__]):
+        register_plugin(manager, sys.modules[__name__], "tests-fake")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(harness.registry, "_cache", {kind: Registry.collect(manager, kind) for kind in KINDS})
+        try:
+            yield
+        finally:
+            manager.unregister(sys.modules[__name__])

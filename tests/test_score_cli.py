@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import registries_with_fake_retrievers
+from fake_retrievers import registries_with_fake_retrievers
 from harness.cli.main import main
 
 

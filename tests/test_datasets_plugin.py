@@ -1,0 +1,117 @@
+"""Spec'd suites end to end: fetching on first use, offline errors, and a run over a local mirror."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import harness.registry
+from harness.cli.main import main
+from harness.specs import load_catalog
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(folder))
+    return folder
+
+
+def test_offline_run_of_a_missing_suite_says_what_to_fetch_and_where(capsys, data_dir, monkeypatch):
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    code = main(["run", "-r", "bm25", "-s", "curated", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "https://raw.githubusercontent.com/castorini/anserini-tools/" in err
+    assert str(data_dir / "anserini-tools" / "topics.dpr.curated.test.txt") in err
+
+
+def test_questions_in_the_data_folder_are_used_offline_and_the_corpus_is_named(capsys, data_dir, monkeypatch, shared_data):
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    target = data_dir / "anserini-tools" / "topics.dpr.curated.test.txt"
+    target.parent.mkdir(parents=True)
+    shutil.copy(shared_data / "dpr-qas" / "topics.dpr.curated.test.txt", target)
+    suite = harness.registry.suites().get("curated").load()
+    assert suite.match == "regex" and len(suite.questions) == 694 and suite.questions[0].id == "0"
+    assert not suite.corpus.loaded
+    code = main(["run", "-r", "bm25", "-s", "curated", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "psgs_w100.tsv.gz" in err and str(data_dir / "dpr" / "psgs_w100.tsv.gz") in err
+
+
+def test_a_tampered_question_file_is_rejected(data_dir, monkeypatch, shared_data):
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    target = data_dir / "anserini-tools" / "topics.dpr.wq.test.txt"
+    target.parent.mkdir(parents=True)
+    target.write_bytes((shared_data / "dpr-qas" / "topics.dpr.wq.test.txt").read_bytes().replace(b"Jamaican", b"Jamaicon"))
+    from harness.download import ChecksumError
+
+    with pytest.raises(ChecksumError, match="does not match its pinned checksum"):
+        harness.registry.suites().get("wq").load()
+
+
+def _write_mirror(root: Path, shared_data: Path) -> Path:
+    """A spec folder whose suite and corpus point at file:// copies: a local mirror."""
+    mirror = root / "mirror"
+    mirror.mkdir()
+    questions = [
+        {"question": "Where was Varenko Tilsa born?", "answers": ["Ostrelin"]},
+        {"question": "Who founded Quorvex Industries?", "answers": ["Mirela Quast"]},
+        {"question": "What is the capital of Dovania?", "answers": ["Sarn"]},
+    ]
+    (mirror / "P19.test.json").write_text(json.dumps(questions))
+    with open(mirror / "psgs.tsv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, delimiter="\t")
+        writer.writerow(["id", "text", "title"])
+        writer.writerow(["1", "Varenko Tilsa was born in Ostrelin, a river town.", "Varenko Tilsa"])
+        writer.writerow(["2", 'Quorvex Industries was founded by "Mirela Quast" in 1921.', "Quorvex Industries"])
+        writer.writerow(["3", "Dovania is a small country in the north.", "Dovania"])
+        writer.writerow(["4", "Ostrelin lies on the river Vask.", "Ostrelin"])
+    digest = hashlib.sha256((mirror / "P19.test.json").read_bytes()).hexdigest()
+    specs = root / "specs"
+    (specs / "suites").mkdir(parents=True)
+    (specs / "corpora").mkdir()
+    (specs / "corpora" / "mini.toml").write_text(
+        f'name = "mini-corpus"\ndescription = "d"\nurl = "{(mirror / "psgs.tsv").as_uri()}"\npath = "mini/psgs.tsv"\n'
+        'format = "dpr-tsv"\nlicense = "l"\ncitation = "c"\n'
+    )
+    (specs / "suites" / "mini.toml").write_text(
+        'name = "mini"\ndescription = "d"\nmatch = "string"\ncorpus = "mini-corpus"\nlicense = "l"\ncitation = "c"\n'
+        f'[[parts]]\nname = "P19"\nurl = "{(mirror / "P19.test.json").as_uri()}"\npath = "mini/P19.test.json"\n'
+        f'sha256 = "{digest}"\nformat = "json-list"\n'
+    )
+    return specs
+
+
+def test_a_user_spec_folder_runs_end_to_end_from_a_mirror(capsys, tmp_path, data_dir, monkeypatch, shared_data, test_registries):
+    specs = _write_mirror(tmp_path, shared_data)
+    monkeypatch.setenv("HARNESS_SPEC_PATH", str(specs))
+    from harness.plugins import loaded_plugins
+    from harness.registry import KINDS, Registry
+
+    monkeypatch.setattr(harness.registry, "_cache", {k: Registry.collect(loaded_plugins().manager, k) for k in KINDS})
+    assert "mini" in load_catalog().suites
+    code = main(["data", "fetch", "mini", "--corpus", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "mini/P19: downloaded, verified" in out and "corpus mini-corpus ready, 4 passages" in out
+    code = main(["run", "-r", "test-overlap", "-s", "mini", "--k", "1,2", "--no-progress",
+                 "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (result,) = (tmp_path / "results").glob("*.json")
+    data = json.loads(result.read_text())
+    assert data["suite"]["corpus"]["passages"] == 4 and data["suite"]["corpus"]["fingerprint"].startswith("sha256:")
+    assert data["first_hit_ranks"] == {"P19": {"0": 0, "1": 0, "2": None}}
+    code = main(["data", "verify", "mini"])
+    out = capsys.readouterr().out
+    assert code == 0 and "2 file(s) ok, 0 bad" in out
+    (data_dir / "mini" / "psgs.tsv").write_text("id\ttext\ttitle\n1\tchanged\tx\n")
+    code = main(["data", "verify", "mini"])
+    out = capsys.readouterr().out
+    assert code == 1 and "BAD" in out and "1 bad" in out
