@@ -115,3 +115,55 @@ def test_a_user_spec_folder_runs_end_to_end_from_a_mirror(capsys, tmp_path, data
     code = main(["data", "verify", "mini"])
     out = capsys.readouterr().out
     assert code == 1 and "BAD" in out and "1 bad" in out
+
+
+SQUAD = {
+    "version": "1.1",
+    "data": [
+        {
+            "title": "Super_Bowl_50",
+            "paragraphs": [
+                {
+                    "context": ("Super Bowl 50 was an American football game to determine the champion of the NFL for the 2015 season. "
+                                "The American Football Conference champion Denver Broncos defeated the National Football Conference "
+                                "champion Carolina Panthers 24 to 10 to earn their third Super Bowl title. " * 3).strip(),
+                    "qas": [
+                        {"id": "q1", "question": "Which NFL team won Super Bowl 50?", "answers": [{"answer_start": 0, "text": "Denver Broncos"}]},
+                        {"id": "q2", "question": "Who did the Broncos defeat?", "answers": [{"answer_start": 0, "text": "Carolina Panthers"}]},
+                    ],
+                },
+                {
+                    "context": "The game was played on February 7, 2016, at Levi's Stadium in Santa Clara, California.",
+                    "qas": [{"id": "q3", "question": "Where was Super Bowl 50 played?", "answers": [{"answer_start": 0, "text": "Levi's Stadium"}]}],
+                },
+            ],
+        }
+    ],
+}
+
+
+def test_squad_dev_paragraphs_reads_a_file_of_squads_shape(capsys, tmp_path, data_dir, monkeypatch, test_registries):
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    target = data_dir / "squad" / "dev-v1.1.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(SQUAD))
+    suite = harness.registry.suites().get("squad-dev-paragraphs").load()
+    assert [q.id for q in suite.questions] == ["q1", "q2", "q3"]
+    corpus = suite.corpus.open()
+    texts = [p.text for p in corpus]
+    assert [len(t.split()) for t in texts] == [100, 32, 15]  # 132 words: a full passage and the rest
+    assert {p.title for p in corpus} == {"Super Bowl 50"}
+    code = main(["run", "-r", "test-overlap", "-s", "squad-dev-paragraphs", "--k", "1,3", "--no-progress",
+                 "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    assert data["suite"]["corpus"]["passages"] == 3
+    assert set(data["first_hit_ranks"]["dev"]) == {"q1", "q2", "q3"}
+
+
+def test_squad_dev_paragraphs_offline_names_the_download(capsys, data_dir, monkeypatch):
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    code = main(["data", "fetch", "squad-dev-paragraphs"])
+    err = capsys.readouterr().err
+    assert code == 2 and "https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json" in err
+    assert str(data_dir / "squad" / "dev-v1.1.json") in err
