@@ -172,6 +172,7 @@ def run_evaluation(
     """:func:`evaluate`, keeping the suite and the rankings (with scores) for saving the run."""
     timer = Timer()
     retriever_entry = registry.retrievers().entry(retriever)
+    argument = retriever.partition(":")[2] if retriever_entry.spec.name != retriever else None
     suite_spec = registry.suites().get(suite)
     for name in metrics:
         registry.metrics().get(name)  # unknown metric names fail before any work
@@ -189,10 +190,11 @@ def run_evaluation(
         cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
         threads=threads or max(1, os.cpu_count() or 1),
         progress=show_progress,
+        suite=loaded_suite.name,
     )
     with timer.stage("load_retriever"):
         try:
-            model = retriever_entry.spec.load(**options)
+            model = retriever_entry.spec.load(**options, **({"argument": argument} if argument is not None else {}))
         except (TypeError, ValueError) as exc:  # a bad option value is the user's to fix
             raise HarnessError(f"retriever {retriever!r}: {exc}") from exc
     with timer.stage("index"):

@@ -93,10 +93,19 @@ class Registry(Generic[T]):
         return list(self._entries)
 
     def entry(self, name: str) -> Entry[T]:
-        try:
+        """The entry called ``name``; for ``PREFIX:ARGUMENT`` the entry of a spec ``PREFIX`` that
+        takes an argument (see :class:`harness.types.RetrieverSpec`)."""
+        if name in self._entries:
             return self._entries[name]
-        except KeyError:
-            raise UnknownNameError(KINDS[self.kind].noun, name, self._entries) from None
+        prefix, colon, argument = name.partition(":")
+        if colon and prefix in self._entries:
+            entry = self._entries[prefix]
+            if getattr(entry.spec, "argument", None) is None:
+                raise HarnessError(f"{KINDS[self.kind].noun} {prefix!r} takes no ':' argument (got {name!r})")
+            if not argument:
+                raise HarnessError(f"{name!r}: give {prefix}:{entry.spec.argument}")
+            return entry
+        raise UnknownNameError(KINDS[self.kind].noun, name, self._entries) from None
 
     def get(self, name: str) -> T:
         """The spec called ``name``; an unknown name raises with a "did you mean"."""

@@ -165,6 +165,8 @@ class RunContext:
     threads: int = 1
     #: Whether to show progress bars.
     progress: bool = True
+    #: The suite being evaluated, when there is one (some retrievers default settings per suite).
+    suite: str | None = None
 
 
 @runtime_checkable
@@ -190,12 +192,17 @@ class RetrieverSpec:
 
     ``options`` documents the keyword options ``load`` accepts, with their defaults; users set them
     with ``harness run --retriever NAME -o key=value``.
+
+    A spec with an ``argument`` is used as ``NAME:ARGUMENT`` (e.g. ``hybrid:bm25+dpr-multi``); its
+    ``load`` then receives the text after the colon as ``argument=`` besides the options, and
+    ``argument`` says what that text is.
     """
 
     name: str
     description: str
     load: Callable[..., Retriever]
     options: Mapping[str, Any] = field(default_factory=dict)
+    argument: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -158,3 +158,24 @@ def test_specs_are_frozen_keyword_only_records():
         spec.name = "t"
     with pytest.raises(TypeError):
         SuiteSpec("s", "d", lambda: None)
+
+
+def test_composed_names_reach_a_spec_that_takes_an_argument():
+    module = types.ModuleType("composer")
+
+    @hookimpl
+    def register_retrievers(register):
+        register(RetrieverSpec(name="fuse", description="", load=lambda **kw: kw, argument="A+B"))
+        register(RetrieverSpec(name="plain", description="", load=lambda **kw: kw))
+
+    module.register_retrievers = register_retrievers
+    manager = new_plugin_manager()
+    register_plugin(manager, module, "composer")
+    reg = Registry.collect(manager, "retrievers")
+    assert reg.entry("fuse:bm25+dpr").spec.name == "fuse"
+    with pytest.raises(HarnessError, match="'plain' takes no ':' argument"):
+        reg.entry("plain:x")
+    with pytest.raises(HarnessError, match="give fuse:A\\+B"):
+        reg.entry("fuse:")
+    with pytest.raises(UnknownNameError):
+        reg.entry("fusion:a+b")
