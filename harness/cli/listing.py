@@ -11,11 +11,17 @@ from harness.registry import KINDS, registry
 @click.argument("kind", type=click.Choice(sorted(KINDS)))
 def list_command(kind: str) -> None:
     """List installed retrievers, suites or metrics, one per line."""
-    entries = list(registry(kind))
-    width = max((len(spec.name) for spec in entries), default=0)
-    for spec in entries:
+    entries = [(_usage(spec), spec) for spec in registry(kind)]
+    width = max((len(usage) for usage, _ in entries), default=0)
+    for usage, spec in entries:
         marker = " [synthetic]" if getattr(spec, "synthetic", False) else ""
-        click.echo(f"{spec.name:<{width}}  {spec.description}{marker}")
+        click.echo(f"{usage:<{width}}  {spec.description}{marker}")
+
+
+def _usage(spec) -> str:
+    """``name``, or ``name:ARGUMENT`` for a spec used with an argument."""
+    argument = getattr(spec, "argument", None)
+    return f"{spec.name}:{argument}" if argument else spec.name
 
 
 @click.command("plugins")
