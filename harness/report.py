@@ -8,8 +8,15 @@ from typing import Any
 from tabulate import tabulate
 
 
-def format_parameters(parameters: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in parameters.items())
+def format_parameters(parameters: Mapping[str, Any], prefix: str = "") -> str:
+    """``k1=0.9, b=0.4``; nested mappings as dotted keys (``sparse.parameters.k1=0.9``)."""
+    items = []
+    for key, value in parameters.items():
+        if isinstance(value, Mapping):
+            items.append(format_parameters(value, f"{prefix}{key}."))
+        else:
+            items.append(f"{prefix}{key}={value}")
+    return ", ".join(item for item in items if item)
 
 
 def _label(metric: str, k: str) -> str:

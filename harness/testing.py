@@ -92,10 +92,14 @@ def _fail(message: str) -> None:
 
 
 def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]) -> tuple[str, Retriever]:
+    argument = None
     if isinstance(retriever, str):
         from harness.registry import retrievers
 
-        retriever = retrievers().get(retriever)
+        spec = retrievers().get(retriever)
+        if spec.name != retriever:  # NAME:ARGUMENT
+            argument = retriever.partition(":")[2]
+        retriever = spec
     if isinstance(retriever, RetrieverSpec):
         name = retriever.name
         try:
@@ -105,7 +109,7 @@ def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]
         unknown = sorted(set(options) - set(retriever.options))
         if unknown:
             _fail(f"retriever {name!r} declares no option {unknown[0]!r} in RetrieverSpec.options")
-        loaded = retriever.load(**options)
+        loaded = retriever.load(**options, **({"argument": argument} if argument is not None else {}))
     else:
         if options:
             raise TypeError("options can only be given with a RetrieverSpec or a retriever name")
