@@ -15,7 +15,7 @@ from harness_builtins.demo import generate_world
 @pytest.mark.benchmark
 def test_generate_world(benchmark):
     world = benchmark(generate_world)
-    assert 3000 <= len(world.passages) <= 6000
+    assert 4000 <= len(world.passages) <= 8500
 
 
 @pytest.mark.benchmark

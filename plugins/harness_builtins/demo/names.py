@@ -1,15 +1,21 @@
-"""Pronounceable invented names, unique across the whole world.
+"""Pronounceable invented words, and Zipf-like draws from lists of them.
 
-Every name word that identifies something (a city, a surname, a company's stem, a title's invented
-word...) is drawn here and registered, so no two things share an identifying word: an answer such
-as ``Ostrelin`` matches the passages that mention that city and no others. Uniqueness is checked
-on the accent-free lowercase form, so ``Tilsa`` and ``Tílsa`` cannot both exist.
+Every invented word (a city, a given name, a surname, a company's stem...) is drawn here and
+registered, so no word is invented twice and none is an English word of the templates. Uniqueness
+is checked on the accent-free lowercase form, so ``Tilsa`` and ``Tílsa`` cannot both exist.
+
+Words are then shared on purpose, as names are in the real world: people draw their given names and
+surnames from pools with a few very common names (:class:`Zipf`), companies and clubs are named
+after cities and families ("Ostrelin Motors", "FC Ostrelin"), places after other places ("North
+Ostrelin"), and some entities have exactly the same name.
 """
 
 from __future__ import annotations
 
 import random
 import unicodedata
+from collections.abc import Sequence
+from itertools import accumulate
 
 _ONSETS = (
     "b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p", "pr", "r", "s",
@@ -71,3 +77,16 @@ class NameForge:
             word = stem[0].upper() + stem[1:]
             if not register or self.take(word):
                 return word
+
+
+class Zipf:
+    """Draws from ``items`` with weight ``1 / (rank + offset) ** exponent`` (the first most often)."""
+
+    __slots__ = ("items", "_cum")
+
+    def __init__(self, items: Sequence[str], exponent: float = 1.0, offset: float = 2.0):
+        self.items = tuple(items)
+        self._cum = list(accumulate(1.0 / (i + offset) ** exponent for i in range(len(self.items))))
+
+    def draw(self, rng: random.Random) -> str:
+        return rng.choices(self.items, cum_weights=self._cum)[0]

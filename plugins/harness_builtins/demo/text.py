@@ -7,12 +7,13 @@ Placeholders (``str.format`` fields):
   pronoun (for object positions: "a biography of {m}"); ``{P}``/``{p}`` its
   possessive; ``{is}``/``{has}`` verbs in the subject's tense (a dead person "was").
 - ``{o}`` the object of the fact a sentence states; in lead sentences a fact's object is named by
-  its relation, e.g. ``{P19}``. Object fields must follow a space (or open the sentence), so the
-  word position of an answer in the article is known without tokenising.
+  its relation, e.g. ``{P19}``.
 - ``{ao}``/``{a106}``... the indefinite article ("a"/"an") for the object or that relation's object.
+- ``{peer}`` (in :data:`PEER_FACTS`) another entity of the subject's kind, named beside the fact.
 - Filler sentences name other entities: ``{person}``, ``{city}``, ``{country}``, ``{company}``...
 
-Relation templates never appear in filler, so an article states only the facts of its subject.
+Filler states no fact of the 24 relations, but some of it uses their wording ("the town where
+she was born"), as real articles do: relation words alone do not point at the answer.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ SPORTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 GENRES = ("jazz", "blues", "folk rock", "hip hop", "heavy metal", "synth-pop", "soul", "reggae",
           "punk rock", "electronic music", "country music", "indie pop", "classical music",
-          "techno", "gospel", "bossa nova")
+          "techno", "gospel", "bossa nova", "bluegrass", "flamenco", "trip hop", "grunge", "disco",
+          "ska", "dubstep", "art rock", "chanson", "opera", "tango", "drum and bass", "post-punk",
+          "rhythm and blues")
 
 FIELDS = ("law", "medicine", "philosophy", "physics", "chemistry", "economics", "history",
           "architecture", "literature", "music", "fine arts", "engineering", "mathematics")
@@ -90,15 +93,41 @@ STEM_SUFFIXES = ("ex", "on", "ia", "tek", "ix", "ara", "is", "", "", "")
 UNIVERSITY_PATTERNS = ("{w} University", "University of {w}", "{w} Institute of Technology",
                        "{w} College", "{w} Academy of Fine Arts", "{w} Conservatory")
 LABEL_PATTERNS = ("{w} Records", "{w} Music", "{w} Sound", "{w} Recordings")
-BAND_PATTERNS = ("The {w}s", "{w} Collective", "{w} Ensemble", "The {w} Brothers", "{w}")
-BOOK_PATTERNS = ("The {w} Chronicles", "{w}", "A Winter in {w}", "The House of {w}",
-                 "Letters from {w}", "The Last {w}", "Children of {w}", "The {w} Affair")
+#: Work titles. ``{w}`` an invented word, ``{t}``/``{t2}`` common title words (shared by many
+#: titles, so titles collide as on Wikipedia), ``{c}`` a city of the world, ``{g}`` a given name,
+#: ``{pn}`` a person's full name.
+BAND_PATTERNS = ("The {w}s", "{w} Collective", "The {w} Brothers", "{w}", "The {t}s", "The {t}s",
+                 "{t} Collective", "{t}", "The {t} Brothers", "{c} Ensemble")
+BOOK_PATTERNS = ("The {w} Chronicles", "The House of {w}", "The {t}", "{t}", "The Last {t}", "A {t} in {c}",
+                 "Letters from {c}", "The {t} of {c}", "{t} and {t2}", "The {t}", "{t}", "The {t}", "{t}",
+                 "The Last {t}", "{c}")
+FILM_PATTERNS = ("{w}", "The {w} Protocol", "{t}", "The {t}", "Return to {c}", "{t}", "The {t}",
+                 "Night Train to {c}", "The {t} Sisters", "{t} in {c}", "{c}")
+SONG_PATTERNS = ("{w}", "{t}", "{t} Nights", "Goodbye {c}", "{c} Blue", "Hey {g}", "{c}", "{t}",
+                 "Dancing with {t}", "{g}", "{t} Blue", "{t}", "{g}")
+ARTWORK_PATTERNS = ("The {w} Triptych", "{t} at Dusk", "View of {c}", "Portrait of {pn}", "{c}",
+                    "Still Life with {t}", "The {t} Madonna", "{t}", "The {t}", "Portrait of {pn}", "{t}")
+#: Common words of titles, most common first (drawn Zipf-like, so titles share them).
+TITLE_WORDS = ("Winter", "River", "Garden", "Night", "Silence", "Shadow", "Rain", "Mirror", "Harbour",
+               "Stranger", "Island", "Lantern", "Orchard", "Storm", "Harvest", "Promise", "Widow",
+               "Exile", "Summer", "Letter", "Crossing", "Journey", "Mountain", "Daughter", "Stone",
+               "Border", "Wedding", "Voyage", "Falcon", "Glass", "Meadow", "Fire", "Dream", "Ocean",
+               "Kingdom", "Secret", "Forest", "Ghost", "Lighthouse Keeper", "Silver", "Morning", "Tide",
+               "Road", "Window", "Feather", "Prisoner", "Sparrow", "Valley", "Bell", "Snow", "Thunder",
+               "Painter", "Sailor", "Moon", "Empire", "Orphan", "Dancer", "Crown", "Wind", "Angel")
+#: Generic first words of organisation and landmark names, most common first; many countries have
+#: a "National Bank" or an "Old Bridge", so these names repeat (drawn Zipf-like).
+GENERIC_WORDS = ("National", "Royal", "Central", "United", "General", "Old", "Grand", "Imperial",
+                 "Continental", "Atlantic", "Northern", "Southern", "Union", "Standard", "Pacific",
+                 "Federal", "Metropolitan", "Great")
+#: University names of the generic kind ("National University", "Technical University").
+GENERIC_UNIVERSITIES = ("National University", "Technical University", "State University",
+                        "Polytechnic University", "Catholic University", "Open University",
+                        "Royal Academy of Music", "Academy of Fine Arts", "Central University")
+#: Words that make a new place name from an existing one ("North Ostrelin").
+PLACE_PREFIXES = ("North", "South", "East", "West", "New", "Upper", "Lower", "Port", "Old")
 BOOK_TYPES = ("novel", "novel", "novel", "poetry collection", "short story collection", "memoir", "play")
-FILM_PATTERNS = ("{w}", "The {w} Protocol", "Return to {w}", "Night Train to {w}", "The {w} Sisters")
 FILM_GENRES = ("drama", "comedy", "thriller", "science fiction", "war", "crime", "romance", "documentary")
-SONG_PATTERNS = ("{w}", "{w} Nights", "Dancing with {w}", "{w} Blue", "Goodbye {w}", "Hey {w}")
-ARTWORK_PATTERNS = ("{w} at Dusk", "The {w} Triptych", "Still Life with {w}", "View of {w}",
-                    "The {w} Madonna", "{w}")
 ARTWORK_MEDIA = ("oil painting", "fresco", "bronze sculpture", "marble sculpture", "watercolour",
                  "mural", "tapestry")
 LANDMARK_TYPES = ("Bridge", "Cathedral", "Castle", "Tower", "Stadium", "Palace", "Opera House",
@@ -282,12 +311,17 @@ FACTS: dict[str, tuple[str, ...]] = {
         "The {kw} was established in {y} by {o}.",
         "Its founder is {o}.",
         "{S} was started by {o}.",
+        "{o} set up the {kw} in {y}.",
+        "The {kw} goes back to a workshop opened by {o} in {y}.",
     ),
     "P127": (
         "{S} is owned by {o}.",
         "Since {yo}, {s} has been owned by {o}.",
         "The {kw} is owned by {o}.",
         "Its owner is {o}.",
+        "{S} is a subsidiary of {o}.",
+        "In {yo}, {o} acquired {m}.",
+        "{S} has been part of {o} since {yo}.",
     ),
     "P131": (
         "{S} is located in {o}.",
@@ -306,6 +340,9 @@ FACTS: dict[str, tuple[str, ...]] = {
         "The {kw}'s headquarters are in {o}.",
         "{P} head office is located in {o}, {oc}.",
         "{S} has its headquarters in {o}.",
+        "{S} is based in {o}.",
+        "{P} main offices are in {o}.",
+        "The {kw} is run from offices in {o}.",
     ),
     "P170": (
         "{S} was created by {o} in {y}.",
@@ -336,6 +373,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "The {kw} stands in the centre of {o}.",
         "{S} takes place every year in {o}.",
         "{S} is located in {o}, {oc}.",
+        "{S} can be found in {o}.",
     ),
     "P407": (
         "{S} was written in {o}.",
@@ -360,6 +398,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "The {kw} was established in {o}.",
         "{S} traces its origins to {o}, where it was set up in {y}.",
         "{S} was formed in {o}.",
+        "{S} began in {o} in {y}.",
+        "The {kw} started out in {o}.",
     ),
     "P800": (
         "{S} {is} best known for {o}.",
@@ -399,6 +439,72 @@ KIND_FACTS: dict[tuple[str, str], tuple[str, ...]] = {
         "The dialogue of {m} is in {o}.",
         "The original language of the film is {o}.",
     ),
+}
+
+#: Fact sentences that also name a peer (``{peer}``: another entity of the subject's kind, drawn
+#: regardless of fame). In the peer's own question they are hard distractors: its name and the
+#: relation's wording, next to another entity's answer.
+PEER_FACTS: dict[str, tuple[str, ...]] = {
+    "P17": ("{S} is in {o} and is often compared with {peer}.",),
+    "P19": (
+        "{S}, a childhood friend of {peer}, was born in {o}.",
+        "Born in {o}, {s} later worked with {peer}.",
+        "{S} was born in {o}, where {pron} first met {peer}.",
+    ),
+    "P20": (
+        "{S}, a longtime friend of {peer}, died in {o}.",
+        "{S} died in {o}; {peer} spoke at the funeral.",
+    ),
+    "P26": (
+        "{S} married {o}, whom {pron} had met through {peer}.",
+        "{peer} was a witness when {s} married {o}.",
+    ),
+    "P40": (
+        "{S} and {peer} were close friends; {p} children include {o}.",
+        "{S} {is} the {pw} of {o}; {peer} is a family friend.",
+    ),
+    "P50": (
+        "{S} was written by {o} and is often compared with {peer}.",
+        "The book was written by {o} in reply to {peer}.",
+    ),
+    "P69": (
+        "{S} studied at {o}, where {pron} met {peer}.",
+        "{S} was educated at {o} together with {peer}.",
+    ),
+    "P106": (
+        "{S}, a friend of {peer}, worked as {ao} {o}.",
+        "{S} trained as {ao} {o} under {peer}.",
+    ),
+    "P112": ("{S} was founded by {o} as a rival to {peer}.",),
+    "P127": ("{S} is owned by {o}; its main rival is {peer}.",),
+    "P131": ("{S} lies in {o} and is twinned with {peer}.",),
+    "P136": (
+        "{S} {is} best known for {p} {o} recordings, some of them produced by {peer}.",
+        "{P} music, usually described as {o}, was championed by {peer}.",
+    ),
+    "P159": ("{S} is headquartered in {o}; its main rival is {peer}.",),
+    "P170": (
+        "{S} was created by {o}, who had seen {peer} in {city}.",
+        "It is one of the best known works of {o} and is often shown next to {peer}.",
+    ),
+    "P175": (
+        "{S} was performed by {o} and is often confused with {peer}.",
+        "The song was recorded by {o} as an answer to {peer}.",
+    ),
+    "P176": ("{S} is produced by {o} as a rival to the {peer}.",),
+    "P264": (
+        "{S} signed with {o} on the advice of {peer}.",
+        "{P} albums have been released by {o}, with cover art by {peer}.",
+    ),
+    "P276": ("{S} is located in {o} and is often compared with {peer}.",),
+    "P407": ("{S} was written in {o} and is often compared with {peer}.",),
+    "P413": (
+        "{S} {plays} as {ao} {o}, alongside {peer}.",
+        "{S} {is} {ao} {o} by position and a former teammate of {peer}.",
+    ),
+    "P495": ("{S} was produced in {o} and is often compared with {peer}.",),
+    "P740": ("{S} was founded in {o}; its main rival is {peer}.",),
+    "P800": ("{S} {is} best known for {o}, a work admired by {peer}.",),
 }
 
 # --------------------------------------------------------------------------- other sentences
@@ -474,6 +580,27 @@ FILLERS: dict[str, tuple[str, ...]] = {
         "{P} archive was acquired by {university} in {fy}.",
         "Later in life, {s} wrote about {p} years in {city}.",
         "{S} publicly supported {person} in the {decade}s.",
+        "{S} often returned to the town where {pron} was born.",
+        "{S} rarely spoke about {p} birthplace.",
+        "As a child, {s} lived for a time in {city}.",
+        "{S} {has} spoken about {p} education in several interviews.",
+        "Friends recall that {s} married young.",
+        "{S} learned to play the piano as a child.",
+        "{S} became famous in the {decade}s.",
+        "{P} work in {city} is less well known.",
+        "{S} {has} been represented by several agents.",
+        "In {fy}, {s} was named one of the most famous people of {country}.",
+        "{S} played a key role in a campaign led by {person}.",
+        "A documentary about {p} life and work appeared in {fy}.",
+        "Guests at {p} wedding included {people}.",
+        "{P} students included {people}.",
+        "In {fy}, {s} shared the stage with {people}.",
+        "{S} was photographed in {fy} with {people2}.",
+        "Among {p} friends were {people}.",
+        "{P} favourite subjects were the {tw} and the {tw2}.",
+        "{S} once wrote a short essay on the {tw}.",
+        "In {fy}, {s} received the {gw} Award of {country}.",
+        "Images of the {tw} recur in {p} later work.",
     ),
     "place": (
         "The {kw} was visited by {person} in {fy}.",
@@ -496,6 +623,15 @@ FILLERS: dict[str, tuple[str, ...]] = {
         "In {fy}, a new bridge over the river {river} was opened.",
         "Much of the old quarter was rebuilt between {fy} and {fy2}.",
         "{person} lived in {m} for several years.",
+        "The {kw} is located on the main railway line to {city}.",
+        "Many famous people were born in {m}.",
+        "Notable people from {m} include {people}.",
+        "People associated with {m} include {people}.",
+        "Residents of the {kw} have included {people}.",
+        "Local legends about the {tw} and the {tw2} are well known in {m}.",
+        "The {gw} Library of {m} opened in {fy}.",
+        "The {kw} has a {gw} Theatre and a {gw} Hospital.",
+        "The region where {m} is located was settled early.",
     ),
     "org": (
         "In {fy}, the {kw} signed a partnership with {company}.",
@@ -515,6 +651,15 @@ FILLERS: dict[str, tuple[str, ...]] = {
         "A dispute with {company} was settled in {fy}.",
         "The {kw} has been a partner of the {event} since {fy}.",
         "Its archives for the years {fy} to {fy2} are kept in {city}.",
+        "In {fy}, {s} celebrated the anniversary of its founding.",
+        "The {kw} moved its headquarters twice in the {decade}s.",
+        "Ownership of the {kw} changed several times after {fy}.",
+        "The {kw} has produced a book about its own history.",
+        "Former staff of the {kw} include {people}.",
+        "Its board has included {people}.",
+        "Its logo shows the {tw}.",
+        "In {fy}, the {kw} received the {gw} Award for industry.",
+        "It is listed on the {gw} Stock Exchange.",
     ),
     "work": (
         "{S} was praised by {person}.",
@@ -533,6 +678,15 @@ FILLERS: dict[str, tuple[str, ...]] = {
         "In {fy}, {person} and {person2} discussed it on a radio programme.",
         "It inspired {work}.",
         "Scholars at {university} have studied it since {fy}.",
+        "The author of a study of the {kw}, {person}, called it a masterpiece.",
+        "It was created over several years.",
+        "It has been performed and translated into several languages.",
+        "It was written during a stay in {city}.",
+        "Admirers of the {kw} have included {people}.",
+        "It is often listed with {works}.",
+        "Its themes include the {tw} and the {tw2}.",
+        "The {tw} is a recurring image in it.",
+        "In {fy}, it won the {gw} Prize for the arts.",
     ),
 }
 
@@ -560,6 +714,9 @@ FILLERS["band"] = (
     "{P} songs have been covered by {person} and {person2}.",
     "In the {decade}s, the band often played in {city}.",
     "A documentary about the band, directed by {person}, appeared in {fy}.",
+    "Former members include {people}.",
+    "Their songs are often about the {tw} and the {tw2}.",
+    "The band has worked with {people}.",
 )
 FILLERS["event"] = (
     "In {fy}, the {kw} drew visitors from {country} and {country2}.",
@@ -570,6 +727,8 @@ FILLERS["event"] = (
     "The {kw} was broadcast in {country} for the first time in {fy}.",
     "{person} and {person2} were guests of honour in {fy}.",
     "Attendance grew strongly in the {decade}s.",
+    "Past guests include {people}.",
+    "Winners of its prizes include {people}.",
 )
 
 FILLERS["product"] = (
@@ -583,6 +742,7 @@ FILLERS["product"] = (
     "In the {decade}s, the {kw} was popular in {city}.",
     "An example is kept at {museum}.",
     "Critics compared it with {work}.",
+    "Well-known owners have included {people}.",
 )
 
 FILLER_GROUP = {
@@ -612,13 +772,17 @@ def fields(template: str) -> tuple[str, ...]:
 def vocabulary() -> frozenset[str]:
     """Every lowercase word the templates and value lists use (invented names must avoid them)."""
     words: list[str] = []
-    groups = [LEADS.values(), FACTS.values(), KIND_FACTS.values(), EXTRAS.values(), FILLERS.values()]
+    groups = [LEADS.values(), FACTS.values(), KIND_FACTS.values(), PEER_FACTS.values(), EXTRAS.values(),
+              FILLERS.values()]
     for group in groups:
         for templates in group:
             for template in templates:
                 words.extend(re.findall(r"[a-z]+", _FIELD.sub(" ", template).lower()))
     values = [*GENRES, *FIELDS, *REGION_TYPES, *TOWN_WORDS, *LANDMARK_TYPES, *SCRIPTS, *FAMILIES,
-              *MONTHS, *ARTWORK_MEDIA, *BOOK_TYPES, *FILM_GENRES, *PRODUCT_MODELS]
+              *MONTHS, *ARTWORK_MEDIA, *BOOK_TYPES, *FILM_GENRES, *PRODUCT_MODELS, *TITLE_WORDS,
+              *PLACE_PREFIXES, *GENERIC_WORDS, *GENERIC_UNIVERSITIES, *UNIVERSITY_PATTERNS,
+              *LABEL_PATTERNS, *BAND_PATTERNS, *BOOK_PATTERNS, *FILM_PATTERNS, *SONG_PATTERNS,
+              *ARTWORK_PATTERNS]
     for occupations in OCCUPATIONS.values():
         values.extend(occupations)
     for occupation, positions, clubs in SPORTS.values():
@@ -628,16 +792,3 @@ def vocabulary() -> frozenset[str]:
     for value in values:
         words.extend(re.findall(r"[a-z]+", value.lower()))
     return frozenset(words)
-
-
-def _check() -> None:
-    """Object fields must follow a space or open the sentence (word positions rely on it)."""
-    for group in (LEADS, FACTS, KIND_FACTS):
-        for templates in group.values():
-            for template in templates:
-                for match in re.finditer(r"\{(o|P\d+)\}", template):
-                    if match.start() > 0 and template[match.start() - 1] != " ":
-                        raise AssertionError(f"object field not after a space: {template!r}")
-
-
-_check()

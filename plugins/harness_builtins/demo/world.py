@@ -5,18 +5,27 @@ or depends on string hashing, so a seed gives the same world on every call and e
 
 Shape of the world (the style of EntityQuestions over DPR's Wikipedia):
 
-- Entities of 17 kinds (people, cities, companies, books...) with invented, unique names and
-  facts for the 24 EntityQuestions relations; a fact's object is another entity or a value
-  (an occupation, a genre, a playing position).
+- Entities of 17 kinds (people, cities, companies, books...) with invented names and facts for
+  the 24 EntityQuestions relations; a fact's object is another entity or a value (an occupation,
+  a genre, a playing position).
+- Names are shared as real names are: people draw given names and surnames from pools where a few
+  names are very common, spouses and children share family names, some people are named after
+  famous ones, companies and clubs carry the names of cities and families ("Ostrelin Motors",
+  "FC Ostrelin"), places the names of other places ("North Ostrelin"), and works common words
+  ("The Last Winter"). Entities with exactly the same name get Wikipedia-style disambiguated
+  titles ("Varenko Tilsa (painter)"); questions name them as EntityQuestions does, ambiguously.
 - Each entity has a "fame" drawn from a Pareto distribution. Facts pick their objects by fame, so
   popular cities are the birthplace of many people, and fame decides article length: a handful of
   entities have long articles (tens of passages), most fit in one passage.
 - Each entity's article is a lead sentence, one sentence per fact (wording drawn from several
-  templates per relation, shared by all articles), a few other sentences, and for popular
-  entities filler that mentions other entities. Articles are split into 100-word passages.
+  templates per relation, shared by all articles; some also name a peer, which makes them hard
+  distractors for the peer's questions), a few other sentences, and for popular entities filler
+  that mentions other entities and uses relation wording. In long articles facts are spread over
+  the article and the subject is mostly a pronoun or a surname. Articles are split into 100-word
+  passages titled with the entity's title.
 - Questions instantiate the relation's EntityQuestions template with the subject's name; the
-  answer is the object's name (and its alias). Only facts whose answer lies whole inside one
-  passage of the subject's article are asked.
+  answer is the object's name (and its alias). Only facts whose answer matches (by DPR's string
+  rule) the text of some passage of the subject's article are asked.
 """
 
 from __future__ import annotations
@@ -33,19 +42,37 @@ from typing import Any
 from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
 
 from . import text as T
-from .names import NameForge, fold
+from .names import NameForge, Zipf, fold
 
 DEFAULT_SEED = 20240521
 QUESTIONS_PER_RELATION = 42
 PASSAGE_WORDS = 100
 CORPUS_NAME = "demo-synthetic-wiki"
 
-#: Pareto shape of fame (smaller is more skewed), and the cap on the fame facts weigh objects by.
+#: Pareto shape of fame (smaller is more skewed); facts weigh their objects by
+#: ``min(fame, FACT_FAME_CAP) ** FACT_FAME_EXPONENT`` (a long tail of birthplaces, labels...).
 FAME_ALPHA = 1.15
 FACT_FAME_CAP = 100.0
+FACT_FAME_EXPONENT = 0.35
 #: Article length by global fame rank r (1-based): about ``LONGEST / r ** LENGTH_DECAY`` passages.
-LONGEST = 60
-LENGTH_DECAY = 0.75
+LONGEST = 110
+LENGTH_DECAY = 0.62
+
+#: Sizes of the pools people's names are drawn from, and the Zipf exponent of the draws. The pools
+#: are small and skewed on purpose: in a world of a few thousand passages they give a common name
+#: as many competing passages as "John Smith" has among Wikipedia's millions.
+GIVEN_NAMES = 80
+SURNAMES = 150
+NAME_EXPONENT = 1.2
+#: Share of people named after a famous person of their gender (exact namesakes), and of sons
+#: named after their father.
+P_NAMESAKE = 0.25
+P_JUNIOR = 0.5
+#: Share of fact sentences that also name a peer (a hard distractor for the peer's questions).
+P_PEER = 0.6
+#: Among entities with the same name, the most famous keeps the bare title ("primary topic") when
+#: it is this many times as famous as the next.
+PRIMARY_TOPIC = 4.0
 
 DESCRIPTION = (
     "SYNTHETIC demo suite: a made-up, entity-centric world in the style of EntityQuestions "
@@ -65,14 +92,17 @@ def load_templates() -> dict[str, str]:
 
 
 class Entity:
-    """A thing in the world: its kind, unique name, fame, facts and article passages."""
+    """A thing in the world: its kind, name, title, fame, facts and article passages."""
 
-    __slots__ = ("id", "kind", "name", "aliases", "fame", "facts", "attrs", "passage_ids", "spans")
+    __slots__ = ("id", "kind", "name", "title", "aliases", "fame", "facts", "attrs", "passage_ids", "found")
 
     def __init__(self, id: int, kind: str, name: str, fame: float, aliases: tuple[str, ...] = ()):
         self.id = id
         self.kind = kind
+        #: what questions call it (several entities may share a name)
         self.name = name
+        #: its article's title: the name, disambiguated when another entity has the same name
+        self.title = name
         self.aliases = aliases
         self.fame = fame
         #: relation -> objects (an :class:`Entity` or a value string), in the order they were added
@@ -80,8 +110,8 @@ class Entity:
         self.attrs: dict[str, Any] = {}
         #: ids of the passages of this entity's article, in article order
         self.passage_ids: tuple[str, ...] = ()
-        #: relation -> word spans (start, length) of its objects' names in the article body
-        self.spans: dict[str, list[tuple[int, int]]] = {}
+        #: relation -> indexes (in ``passage_ids``) of the passages whose text contains an answer
+        self.found: dict[str, tuple[int, ...]] = {}
 
     def add(self, relation: str, obj: Entity | str) -> None:
         self.facts.setdefault(relation, []).append(obj)
@@ -90,12 +120,11 @@ class Entity:
         return self.facts[relation][0]
 
     def answerable(self, relation: str) -> bool:
-        """Whether some object of ``relation`` is named whole inside one passage."""
-        return any(start // PASSAGE_WORDS == (start + length - 1) // PASSAGE_WORDS
-                   for start, length in self.spans.get(relation, ()))
+        """Whether the text of some passage of this entity's article contains an answer."""
+        return bool(self.found.get(relation))
 
     def __repr__(self) -> str:
-        return f"Entity({self.id}, {self.kind!r}, {self.name!r})"
+        return f"Entity({self.id}, {self.kind!r}, {self.title!r})"
 
 
 def name_of(obj: Entity | str) -> str:
@@ -110,6 +139,25 @@ def answers_of(objects: Sequence[Entity | str]) -> tuple[str, ...]:
         if isinstance(obj, Entity):
             out.extend(obj.aliases)
     return tuple(dict.fromkeys(out))
+
+
+def contains(text: str, answer: str) -> bool:
+    """DPR's string match (:func:`harness.matching.has_answer`) of one answer in one passage text,
+    for the generator's texts (NFC, single spaces, no control characters): lowercased, the answer
+    must occur where a token boundary lies on each side, unless that side of the answer is a
+    punctuation mark (a token by itself). Both arguments lowercased already."""
+    if not answer:
+        return True
+    n = len(answer)
+    open_left, open_right = not answer[0].isalnum(), not answer[-1].isalnum()
+    start = text.find(answer)
+    while start >= 0:
+        end = start + n
+        if (open_left or start == 0 or not text[start - 1].isalnum()) and \
+                (open_right or end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(answer, start + 1)
+    return False
 
 
 @dataclass(frozen=True)
@@ -139,27 +187,36 @@ class World:
 class _Pool:
     """Entities drawn at random by fame.
 
-    Facts draw their objects with weight ``sqrt(min(fame, FACT_FAME_CAP))``: popular cities are
-    the birthplace of many people, yet no object answers a large share of a relation's questions.
-    Mentions in filler draw with weight ``fame``, so a few entities are named in many articles.
+    Facts draw their objects with weight ``min(fame, FACT_FAME_CAP) ** FACT_FAME_EXPONENT``: popular
+    cities are the birthplace of many people, yet no object answers a large share of a relation's
+    questions. Mentions in filler draw with weight ``fame``, so a few entities are named in many
+    articles; namesakes take the name of a famous person with weight ``fame ** 0.6``.
     """
 
     __slots__ = ("members", "_cum")
 
+    WEIGHTS: dict[str, Callable[[float], float]] = {
+        "fact": lambda fame: min(fame, FACT_FAME_CAP) ** FACT_FAME_EXPONENT,
+        "mention": lambda fame: fame,
+        "namesake": lambda fame: fame ** 0.6,
+    }
+
     def __init__(self) -> None:
         self.members: list[Entity] = []
-        self._cum: dict[bool, list[float]] = {}
+        self._cum: dict[str, list[float]] = {}
 
     def add(self, entity: Entity) -> None:
         self.members.append(entity)
-        self._cum = {}
+        for mode, cum in self._cum.items():  # keep the running sums current
+            cum.append(cum[-1] + self.WEIGHTS[mode](entity.fame) if cum else self.WEIGHTS[mode](entity.fame))
 
-    def pick(self, rng: random.Random, avoid: Entity | None = None, *, mention: bool = False) -> Entity | None:
+    def pick(self, rng: random.Random, avoid: Entity | None = None, *, mention: bool = False,
+             mode: str | None = None) -> Entity | None:
         """A member other than ``avoid`` (None when there is none)."""
-        cum = self._cum.get(mention)
+        mode = mode or ("mention" if mention else "fact")
+        cum = self._cum.get(mode)
         if cum is None:
-            weights = (e.fame if mention else min(e.fame, FACT_FAME_CAP) ** 0.5 for e in self.members)
-            cum = self._cum[mention] = list(accumulate(weights))
+            cum = self._cum[mode] = list(accumulate(self.WEIGHTS[mode](e.fame) for e in self.members))
         for _ in range(20):
             chosen = self.members[bisect(cum, rng.random() * cum[-1])]
             if chosen is not avoid:
@@ -179,16 +236,15 @@ def _join(names: Sequence[str]) -> str:
 
 
 class _Template:
-    """A template with its fields and, for each object field, the template of its prefix."""
+    """A template with its fields and the relations whose objects it names (``{P19}``...)."""
 
-    __slots__ = ("text", "fields", "tracked")
+    __slots__ = ("text", "fields", "relations")
     _cache: dict[str, _Template] = {}
 
     def __init__(self, text: str):
         self.text = text
         self.fields = T.fields(text)
-        self.tracked = tuple((f, text[: text.index("{" + f + "}")]) for f in self.fields
-                             if f == "o" or (f[0] == "P" and f[1:].isdigit()))
+        self.relations = tuple(f for f in self.fields if f[0] == "P" and f[1:].isdigit())
 
     @classmethod
     def get(cls, text: str) -> _Template:
@@ -197,9 +253,6 @@ class _Template:
             template = cls._cache[text] = cls(text)
         return template
 
-    def relations(self) -> tuple[str, ...]:
-        return tuple(f for f, _ in self.tracked if f != "o")
-
 
 class _Builder:
     def __init__(self, seed: int):
@@ -207,7 +260,8 @@ class _Builder:
         self.forge = NameForge(self.rng, reserved=T.vocabulary())
         self.entities: list[Entity] = []
         self.pools: dict[str, _Pool] = {}
-        self.names: dict[str, Entity] = {}
+        #: folded name -> the entities of that name, in creation order
+        self.names: dict[str, list[Entity]] = {}
 
     # ------------------------------------------------------------------ entities
 
@@ -219,21 +273,38 @@ class _Builder:
 
     def new(self, kind: str, name: str, boost: float = 1.0, aliases: tuple[str, ...] = (),
             pools: tuple[str, ...] = ()) -> Entity:
-        key = fold(name)
-        if key in self.names:
-            raise AssertionError(f"duplicate name {name!r}")
         fame = min(self.rng.paretovariate(FAME_ALPHA), 400.0) * boost
         entity = Entity(len(self.entities), kind, name, fame, aliases)
         self.entities.append(entity)
-        self.names[key] = entity
+        self.names.setdefault(fold(name), []).append(entity)
         for pool in (kind, *pools):
             self.pool(pool).add(entity)
         return entity
+
+    def taken(self, name: str) -> bool:
+        return fold(name) in self.names
 
     def named(self, pattern: str, **word_options) -> tuple[str, str]:
         """A name from ``pattern`` with a fresh invented word in ``{w}``, and that word."""
         word = self.forge.word(**word_options)
         return pattern.format(w=word), word
+
+    def free(self, make: Callable[[], str]) -> str:
+        """The first name ``make`` gives that no entity has yet."""
+        while True:
+            name = make()
+            if not self.taken(name):
+                return name
+
+    def clash(self, name: str, city: Entity) -> bool:
+        """Whether something named ``name`` after ``city`` exists: the "FC Ostrelin" of one city is
+        unique, but another city called Ostrelin may have its own."""
+        return any(e.attrs.get("named_after") is city or e.attrs.get("named_after") is None
+                   for e in self.names.get(fold(name), ()))
+
+    def city_name(self) -> str:
+        """The name of a city of the world, popular ones more often (names are reused)."""
+        return self.pool("city").pick(self.rng, mention=True).name
 
     def build(self) -> None:
         rng, forge = self.rng, self.forge
@@ -241,10 +312,16 @@ class _Builder:
         self.awards = [self.named(rng.choice(("{w} Prize", "Order of {w}", "{w} Medal")))[0]
                        for _ in range(24)]
         self.academies = [self.named("{w} Academy of Sciences")[0] for _ in range(8)]
-        self.first_names = {
-            "f": [forge.word(T.FEMALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06) for _ in range(240)],
-            "m": [forge.word(T.MALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06) for _ in range(240)],
+        self.given = {
+            "f": Zipf([forge.word(T.FEMALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
+                       for _ in range(GIVEN_NAMES)], NAME_EXPONENT),
+            "m": Zipf([forge.word(T.MALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
+                       for _ in range(GIVEN_NAMES)], NAME_EXPONENT),
         }
+        self.surnames = Zipf([forge.word(T.SURNAME_SUFFIXES, accent=0.05) for _ in range(SURNAMES)],
+                             NAME_EXPONENT)
+        self.title_words = Zipf(T.TITLE_WORDS, 1.3)
+        self.generic = Zipf(T.GENERIC_WORDS, 1.3)
         self.options: dict[str, Sequence[str]] = {
             "dir": T.DIRECTIONS, "fam": T.FAMILIES, "field": T.FIELDS, "river": self.rivers,
             "award": self.awards, "academy": self.academies, "script": T.SCRIPTS, "ord": T.ORDINALS,
@@ -255,10 +332,13 @@ class _Builder:
         self.build_organisations()
         self.build_works()
         self.build_landmarks()
+        self.disambiguate()
+        shadowed = {key for e in self.entities for key in e.attrs} | set(self.options)
+        self.direct = {f: h for f, h in self.handlers.items() if f not in shadowed}
 
     def build_places(self) -> None:
         rng, forge = self.rng, self.forge
-        for _ in range(48):
+        for _ in range(120):
             while True:
                 stem = forge.word(syllables=(1, 2), register=False)
                 if stem[-1] in "aeiouy":
@@ -268,8 +348,8 @@ class _Builder:
                 if forge.take(stem) and forge.take(country):
                     if forge.take(language):
                         break
-            c = self.new("country", country, boost=12.0)
-            lang = self.new("language", language, boost=4.0)
+            c = self.new("country", country, boost=8.0)
+            lang = self.new("language", language, boost=2.5)
             c.attrs.update(language=lang, k=rng.randint(1, 90))
             lang.attrs.update(home=c, k=rng.randint(1, 90))
         countries = self.pool("country").members
@@ -278,16 +358,36 @@ class _Builder:
             country = countries[i] if i < len(countries) else rng.choice(countries)
             rtype = rng.choice(T.REGION_TYPES)
             name, word = self.named("{w} " + rtype)
-            r = self.new("region", name, boost=1.5, aliases=(word,))
+            # a third of the regions are named after their main city ("Vass County", seat Vass)
+            after_city = rng.random() < 0.33
+            r = self.new("region", name, boost=1.5, aliases=() if after_city else (word,))
             r.add("P17", country)
-            r.attrs.update(rtype=rtype.lower(), home=country, dir=rng.choice(T.DIRECTIONS))
+            r.attrs.update(rtype=rtype.lower(), home=country, dir=rng.choice(T.DIRECTIONS),
+                           seat_name=word if after_city else None)
             regions.append(r)
-        for i in range(420):
+        plain: dict[int, list[str]] = {}  # country id -> its one-word city names
+        for i in range(440):
             region = regions[i] if i < len(regions) else rng.choice(regions)
             country = region.attrs["home"]
             capital = i < len(countries)  # the first region of each country holds its capital
-            name = forge.word(T.CITY_SUFFIXES, accent=0.08)
+            r = rng.random()
+            if region.attrs["seat_name"] and "centre" not in region.attrs:
+                name = region.attrs["seat_name"]
+            elif not capital and r < 0.12 and plain.get(country.id):  # "North Ostrelin", same country
+                name = f"{rng.choice(T.PLACE_PREFIXES)} {rng.choice(plain[country.id])}"
+                if self.taken(name):
+                    name = forge.word(T.CITY_SUFFIXES, accent=0.08)
+            elif not capital and r < 0.45 and len(plain) > 1:  # a namesake of a city in another country
+                model = self.pool("city").pick(rng, mention=True)
+                while " " in model.name or any(c.kind == "city" and c.attrs["home"] is country
+                                               for c in self.names[fold(model.name)]):
+                    model = self.pool("city").pick(rng, mention=True)
+                name = model.name
+            else:
+                name = forge.word(T.CITY_SUFFIXES, accent=0.08)
             city = self.new("city", name, boost=14.0 if capital else 1.0)
+            if " " not in name:
+                plain.setdefault(country.id, []).append(name)
             city.add("P131", region)
             city.add("P17", country)
             city.attrs.update(home=country, region=region, capital=capital, dir=rng.choice(T.DIRECTIONS),
@@ -295,29 +395,52 @@ class _Builder:
             region.attrs.setdefault("centre", city)
             if capital:
                 country.add("P36", city)
-        for _ in range(90):
-            name, _word = self.named(rng.choice(T.UNIVERSITY_PATTERNS))
-            city = self.pool("city").pick(rng)
+        cities = self.pool("city")
+        for _ in range(130):
+            r = rng.random()
+            named_after = None
+            if r < 0.2:  # "National University": one in many countries
+                name = rng.choice(T.GENERIC_UNIVERSITIES)
+                city = cities.pick(rng)
+            elif r < 0.45:  # "University of Ostrelin", in Ostrelin
+                city = cities.pick(rng)
+                name = rng.choice(T.UNIVERSITY_PATTERNS).format(w=city.name)
+                if self.clash(name, city):
+                    name = self.named(rng.choice(T.UNIVERSITY_PATTERNS))[0]
+                    city = cities.pick(rng)
+                else:
+                    named_after = city
+            elif r < 0.6:  # named after a person: "Tilsa University"
+                name = self.free(lambda: rng.choice(T.UNIVERSITY_PATTERNS[:1] + T.UNIVERSITY_PATTERNS[3:])
+                                 .format(w=self.surnames.draw(rng)))
+                city = cities.pick(rng)
+            else:
+                name = self.named(rng.choice(T.UNIVERSITY_PATTERNS))[0]
+                city = cities.pick(rng)
             u = self.new("university", name, boost=2.0)
+            u.attrs["named_after"] = named_after
             u.add("P17", city.attrs["home"])
             u.attrs.update(ucity=city, home=city.attrs["home"], y=rng.randint(1400, 1990))
 
     def person(self, cat: str, *, surname: str | None = None, born: int | None = None,
-               gender: str | None = None) -> Entity:
+               gender: str | None = None, given: str | None = None) -> Entity:
         rng = self.rng
         gender = gender or rng.choice(("f", "m"))
-        surname = surname or self.forge.word(T.SURNAME_SUFFIXES, accent=0.05)
-        while True:
-            name = f"{rng.choice(self.first_names[gender])} {surname}"
-            if fold(name) not in self.names:
-                break
+        namesakes = self.pool("person:" + gender)
+        if surname is None and namesakes.members and rng.random() < P_NAMESAKE:
+            model = namesakes.pick(rng, mode="namesake")  # named after a famous person
+            given, surname = model.attrs["given"], model.attrs["surname"]
+        else:
+            given = given or self.given[gender].draw(rng)
+            surname = surname or self.surnames.draw(rng)
+        name = f"{given} {surname}"
         born = born if born is not None else rng.randint(1900, 2001)
         p_dead = 1.0 if born < 1925 else 0.7 if born < 1945 else 0.3 if born < 1965 else 0.04
         died = None
         if born + 28 <= 2023 and rng.random() < p_dead:
             died = rng.randint(born + 28, min(2023, born + 98))
         boost = 1.3 if cat in ("business", "politician", "actor") else 1.0
-        p = self.new("person", name, boost=boost, pools=(cat,))
+        p = self.new("person", name, boost=boost, pools=(cat, "person:" + gender))
         birthplace = self.pool("city").pick(rng)
         p.add("P19", birthplace)
         if died is not None:
@@ -334,7 +457,7 @@ class _Builder:
         if rng.random() < (0.2 if cat == "athlete" else 0.55):
             p.add("P69", self.pool("university").pick(rng))
         p.attrs.update(
-            cat=cat, gender=gender, surname=surname, y=born, y2=died, home=country,
+            cat=cat, gender=gender, given=given, surname=surname, y=born, y2=died, home=country,
             nat=country.attrs["language"].name, d=f"{rng.randint(1, 28)} {rng.choice(T.MONTHS)}",
             d2=f"{rng.randint(1, 28)} {rng.choice(T.MONTHS)}", notes=[],
         )
@@ -342,9 +465,9 @@ class _Builder:
 
     def build_people(self) -> None:
         rng = self.rng
-        quotas = (("writer", 150), ("artist", 110), ("musician", 130), ("athlete", 160),
-                  ("director", 50), ("business", 110), ("politician", 90), ("scientist", 80),
-                  ("actor", 60))
+        quotas = (("writer", 240), ("artist", 180), ("musician", 200), ("athlete", 260),
+                  ("director", 70), ("business", 170), ("politician", 140), ("scientist", 130),
+                  ("actor", 100))
         base = [self.person(cat) for cat, count in quotas for _ in range(count)]
         spouse_cats = ("other", "other", "actor", "politician", "scientist", "writer", "business")
         for p in base:
@@ -352,7 +475,9 @@ class _Builder:
             if rng.random() < 0.3:
                 gender = "m" if p.attrs["gender"] == "f" else "f"
                 partner_born = min(2001, max(1900, born + rng.randint(-6, 6)))
-                spouse = self.person(rng.choice(spouse_cats), born=partner_born, gender=gender)
+                # half the wives carry their husband's family name
+                shared = p.attrs["surname"] if gender == "f" and rng.random() < 0.5 else None
+                spouse = self.person(rng.choice(spouse_cats), born=partner_born, gender=gender, surname=shared)
                 year = max(born, partner_born) + rng.randint(20, 35)
                 year = min(2023, p.attrs["y2"] or 2023, spouse.attrs["y2"] or 2023, year)
                 for a, b in ((p, spouse), (spouse, p)):
@@ -360,10 +485,15 @@ class _Builder:
                     a.attrs["ym"] = year
             if born <= 1980 and rng.random() < 0.22:
                 parents = [p, *p.facts.get("P26", ())]
+                father = next((q for q in parents if q.attrs["gender"] == "m"), p)
+                junior = father.attrs["gender"] == "m" and rng.random() < P_JUNIOR
                 for _ in range(rng.choice((1, 1, 2, 2, 3))):
                     child_born = min(2005, born + rng.randint(24, 38))
-                    child = self.person(rng.choice([c for c, _ in quotas] + ["other"] * 3),
-                                        surname=p.attrs["surname"], born=child_born)
+                    gender = rng.choice(("f", "m"))
+                    given = father.attrs["given"] if junior and gender == "m" else None
+                    junior = junior and given is None  # one son at most bears his father's name
+                    child = self.person(rng.choice([c for c, _ in quotas] + ["other"] * 3), gender=gender,
+                                        surname=father.attrs["surname"], born=child_born, given=given)
                     for parent in parents:
                         parent.add("P40", child)
                     child.attrs["notes"].append(
@@ -372,31 +502,84 @@ class _Builder:
 
     def build_organisations(self) -> None:
         rng = self.rng
-        cities = self.pool("city")
         industries = tuple(T.INDUSTRIES)
         for i in range(150):
             industry = industries[i % len(industries)] if i < 2 * len(industries) else rng.choice(industries)
             suffixes, products = T.INDUSTRIES[industry]
-            word = self.forge.word(T.STEM_SUFFIXES)
             pools = ("maker",) if products else ()
-            c = self.new("company", f"{word} {rng.choice(suffixes)}", boost=2.0, aliases=(word,),
-                         pools=pools + (industry,))
-            c.attrs.update(industry=industry, products=[], k=rng.randint(1, 99))
-            self.found(c, ("business",), owner_pools=("company", "business"), p_owner=0.35, since=1850)
-        for _ in range(36):
-            name, word = self.named(rng.choice(T.LABEL_PATTERNS), suffixes=T.STEM_SUFFIXES)
-            label = self.new("label", name, boost=1.5, aliases=(word,))
-            self.found(label, ("musician", "business"), owner_pools=("media", "business"), p_owner=0.4, since=1920)
+            r = rng.random()
+            founder = hq = None
+            aliases: tuple[str, ...] = ()
+            stem = ""
+            generic = False
+            if r < 0.3:  # "Vebrax": the founder's surname alone
+                founder = self.pool("business").pick(rng)
+                c = self.new("company", founder.attrs["surname"], boost=2.0, pools=pools + (industry,))
+                c.attrs.update(industry=industry, products=[], k=rng.randint(1, 99), stem=c.name)
+                self.found(c, ("business",), owner_pools=("company", "business"), p_owner=0.35, since=1850,
+                           founder=founder)
+                continue
+            named_after = None
+            if r < 0.45:  # "Ostrelin Motors", mostly based in Ostrelin
+                named_after = self.pool("city").pick(rng, mention=True)
+                stem = named_after.name
+                hq = named_after if rng.random() < 0.6 else None
+            elif r < 0.55:  # "Tilsa Motors", founded by a Tilsa
+                founder = self.pool("business").pick(rng)
+                stem = founder.attrs["surname"]
+            elif r < 0.85:  # "National Bank": many countries have one
+                stem, generic = self.generic.draw(rng), True
+            name = f"{stem} {suffixes[0] if generic else rng.choice(suffixes)}"
+            if named_after is not None and self.clash(name, named_after) or \
+                    not stem or (self.taken(name) and not generic and named_after is None):
+                founder = hq = named_after = None
+                stem = self.forge.word(T.STEM_SUFFIXES)
+                name, aliases = f"{stem} {rng.choice(suffixes)}", (stem,)
+            c = self.new("company", name, boost=2.0, aliases=aliases, pools=pools + (industry,))
+            c.attrs.update(industry=industry, products=[], k=rng.randint(1, 99), stem=stem,
+                           named_after=named_after)
+            self.found(c, ("business",), owner_pools=("company", "business"), p_owner=0.35, since=1850,
+                       hq=hq, founder=founder)
+        for _ in range(120):
+            r = rng.random()
+            founder = hq = None
+            aliases = ()
+            if r < 0.25:
+                founder = self.pool("musician").pick(rng)
+                name = f"{founder.attrs['surname']} {rng.choice(T.LABEL_PATTERNS).split()[-1]}"
+            elif r < 0.45:
+                hq = self.pool("city").pick(rng)
+                name = rng.choice(T.LABEL_PATTERNS).format(w=hq.name)
+            elif r < 0.65:
+                name = rng.choice(T.LABEL_PATTERNS).format(w=self.generic.draw(rng))
+            else:
+                name = ""
+            if not name or (r < 0.25 and self.taken(name)) or (hq is not None and self.clash(name, hq)):
+                founder = hq = None
+                name, word = self.named(rng.choice(T.LABEL_PATTERNS), suffixes=T.STEM_SUFFIXES)
+                aliases = (word,)
+            label = self.new("label", name, boost=1.5, aliases=aliases)
+            label.attrs["named_after"] = hq
+            self.found(label, ("musician", "business"), owner_pools=("media", "business"), p_owner=0.4,
+                       since=1920, hq=hq, founder=founder)
         for i in range(42):
             sport = tuple(T.SPORTS)[i % len(T.SPORTS)]
-            name, _word = self.named(rng.choice(T.SPORTS[sport][2]))
+            hq = None
+            if rng.random() < 0.65:  # "FC Ostrelin", in Ostrelin
+                hq = self.pool("city").pick(rng, mention=True)
+                name = rng.choice(T.SPORTS[sport][2]).format(w=hq.name)
+                if self.clash(name, hq):
+                    hq = None
+            if hq is None:
+                name, _word = self.named(rng.choice(T.SPORTS[sport][2]))
             club = self.new("club", name, boost=2.5, pools=("club:" + sport,))
-            club.attrs["sport"] = sport
-            self.found(club, ("business", "politician"), owner_pools=("company", "business"), p_owner=0.5, since=1870)
+            club.attrs.update(sport=sport, named_after=hq)
+            self.found(club, ("business", "politician"), owner_pools=("company", "business"), p_owner=0.5,
+                       since=1870, hq=hq)
         for _ in range(70):
-            name, _word = self.named(rng.choice(T.BAND_PATTERNS))
+            name = self.work_title(T.BAND_PATTERNS)  # bands share names too
             band = self.new("band", name, boost=1.5, pools=("performer",))
-            city = cities.pick(rng)
+            city = self.pool("city").pick(rng)
             band.add("P136", rng.choice(T.GENRES))
             band.add("P740", city)
             band.add("P264", self.pool("label").pick(rng))
@@ -414,16 +597,17 @@ class _Builder:
             a.attrs.update(club=club.name, yc=min(2023, a.attrs["y"] + rng.randint(17, 24)))
 
     def found(self, org: Entity, founder_pools: tuple[str, ...], owner_pools: tuple[str, ...],
-              p_owner: float, since: int) -> None:
+              p_owner: float, since: int, hq: Entity | None = None, founder: Entity | None = None) -> None:
         """Founding facts of an organisation: P112, P159, P740, P127."""
         rng = self.rng
         cities = self.pool("city")
-        hq = cities.pick(rng)
+        hq = hq or cities.pick(rng)
         org.add("P159", hq)
         org.add("P740", hq if rng.random() < 0.6 else cities.pick(rng))
         year = rng.randint(since, 2015)
-        if rng.random() < 0.75:
+        if founder is None and rng.random() < 0.75:
             founder = self.pool(rng.choice(founder_pools)).pick(rng)
+        if founder is not None:
             org.add("P112", founder)
             year = min(2020, founder.attrs["y2"] or 2020, max(since, founder.attrs["y"] + rng.randint(25, 50)))
             founder.attrs["notes"].append(("{S} founded {org} in {yf}.", {"org": org.name, "yf": year}))
@@ -434,13 +618,40 @@ class _Builder:
                 org.add("P127", owner)
                 org.attrs["yo"] = rng.randint(year, 2023)
 
-    def works(self, kind: str, creators: _Pool, count: int, relation: str, make, boost: float = 1.0,
-              notable: bool = True) -> None:
+    def work_title(self, patterns: Sequence[str]) -> str:
+        """A title from one of ``patterns`` (see :data:`text.BOOK_PATTERNS`); titles may repeat."""
+        rng = self.rng
+        pattern = rng.choice(patterns)
+        values: dict[str, str] = {}
+        if "{w}" in pattern:
+            values["w"] = self.forge.word(accent=0.04)
+        if "{t}" in pattern:
+            values["t"] = self.title_words.draw(rng)
+        if "{t2}" in pattern:
+            values["t2"] = self.title_words.draw(rng)
+        if "{c}" in pattern:
+            values["c"] = self.city_name()
+        if "{g}" in pattern:
+            values["g"] = self.given[rng.choice(("f", "m"))].draw(rng)
+        if "{pn}" in pattern:
+            values["pn"] = rng.choice(self.pool("person").members).name
+        title = pattern.format_map(values)
+        if title.startswith("A ") and _article(title[2:]) == "an":
+            title = "An" + title[1:]
+        words = title.split()
+        if len(set(words)) < len(words) or any(w + "s" in words for w in words):
+            return self.work_title(patterns)  # "Night Nights"
+        return title
+
+    def works(self, kind: str, creators: _Pool, count: int, relation: str, patterns: Sequence[str],
+              boost: float = 1.0, notable: bool = True) -> None:
         """``count`` works of ``kind``: one per creator first, the rest to creators by fame."""
         rng = self.rng
         order = list(creators.members) + [creators.pick(rng) for _ in range(count - len(creators))]
         for creator in order:
-            name = make()
+            name = self.work_title(patterns)
+            while any(w.attrs.get("creator") is creator for w in self.names.get(fold(name), ())):
+                name = self.work_title(patterns)  # one creator never makes two works of one title
             work = self.new(kind, name, boost=boost, pools=("work",))
             work.add(relation, creator)
             c_year = creator.attrs.get("y") or 1950
@@ -458,20 +669,16 @@ class _Builder:
 
     def build_works(self) -> None:
         rng = self.rng
-
-        def title(patterns: tuple[str, ...]):
-            return lambda: self.named(rng.choice(patterns), accent=0.04)[0]
-
-        self.works("book", self.pool("writer"), 240, "P50", title(T.BOOK_PATTERNS))
+        self.works("book", self.pool("writer"), 240, "P50", T.BOOK_PATTERNS)
         for book in self.pool("book").members:
             book.attrs.update(btype=rng.choice(T.BOOK_TYPES), nat=book.object("P50").attrs["nat"])
-        self.works("film", self.pool("director"), 90, "P57", title(T.FILM_PATTERNS), boost=1.5)
+        self.works("film", self.pool("director"), 90, "P57", T.FILM_PATTERNS, boost=1.5)
         for film in self.pool("film").members:
             film.attrs.update(director=film.facts.pop("P57")[0].name, genre=rng.choice(T.FILM_GENRES))
-        self.works("song", self.pool("performer"), 260, "P175", title(T.SONG_PATTERNS))
+        self.works("song", self.pool("performer"), 260, "P175", T.SONG_PATTERNS)
         for song in self.pool("song").members:
-            song.attrs["album"] = self.named("{w}")[0]
-        self.works("artwork", self.pool("artist"), 140, "P170", title(T.ARTWORK_PATTERNS))
+            song.attrs["album"] = self.work_title(T.FILM_PATTERNS)
+        self.works("artwork", self.pool("artist"), 140, "P170", T.ARTWORK_PATTERNS)
         for art in self.pool("artwork").members:
             medium = rng.choice(T.ARTWORK_MEDIA)
             art.attrs.update(medium=medium, amedium=_article(medium))
@@ -479,8 +686,20 @@ class _Builder:
         for _ in range(130):
             company = makers.pick(rng)
             ptype = rng.choice(T.INDUSTRIES[company.attrs["industry"]][1])
-            word = self.forge.word(T.STEM_SUFFIXES)
-            product = self.new("product", f"{word} {rng.choice(T.PRODUCT_MODELS)}", pools=("work",))
+            r = rng.random()
+            if r < 0.35:  # the maker's brand: "Ostrelin GT" by Ostrelin Motors
+                brand = company.attrs["stem"]
+                name = f"{brand} {rng.choice(T.PRODUCT_MODELS)}"
+                if self.taken(name):
+                    models = T.PRODUCT_MODELS
+                    name = self.free(lambda: f"{brand} {rng.choice(models)} {rng.choice(models)}")
+            elif r < 0.7:  # a common word, as many cars and phones are named: "Falcon", "Falcon GT"
+                name = self.title_words.draw(rng)
+                if rng.random() < 0.5:
+                    name += " " + rng.choice(T.PRODUCT_MODELS)
+            else:
+                name = f"{self.forge.word(T.STEM_SUFFIXES)} {rng.choice(T.PRODUCT_MODELS)}"
+            product = self.new("product", name, pools=("work",))
             product.add("P176", company)
             y = rng.randint(max(company.attrs["y"], 1900), 2023)
             product.attrs.update(ptype=ptype, aptype=_article(ptype), y=y, y2=min(2023, y + rng.randint(2, 20)))
@@ -491,20 +710,23 @@ class _Builder:
         cities = self.pool("city")
         for i in range(140):
             city = cities.pick(rng)
+            r = rng.random()  # named after the city ("Ostrelin Cathedral"), generic ("Old Bridge"), invented
             if i % 5 == 4:
                 etype_name, etype = rng.choice(T.EVENT_TYPES)
-                name, _ = self.named("{w} " + etype_name)
+                name, named_after = self.place_name(city, etype_name, r, 0.35)
                 e = self.new("event", name, boost=1.5)
-                e.attrs.update(etype=etype, y=rng.randint(1950, 2020))
+                e.attrs.update(etype=etype, y=rng.randint(1950, 2020), named_after=named_after)
             else:
                 ltype = "Museum" if i == 0 else rng.choice(T.LANDMARK_TYPES)  # one museum at least
-                name, _ = self.named("{w} " + ltype)
                 if ltype == "Stadium":  # the home ground of a club, in the club's city
                     home = self.pool("club").pick(rng)
-                    home.attrs.setdefault("landmark", name)
                     city = home.object("P159")
+                name, named_after = self.place_name(city, ltype, r, 0.2)
+                if ltype == "Stadium":
+                    home.attrs.setdefault("landmark", name)
                 e = self.new("landmark", name, boost=1.5, pools=("museum",) if ltype == "Museum" else ())
-                e.attrs.update(ltype=ltype.lower(), altype=_article(ltype), y=rng.randint(1100, 2015))
+                e.attrs.update(ltype=ltype.lower(), altype=_article(ltype), y=rng.randint(1100, 2015),
+                               named_after=named_after)
                 if ltype in ("Stadium", "Tower", "Palace", "Castle", "Opera House") and rng.random() < 0.5:
                     e.add("P127", self.pool(rng.choice(("company", "club", "business"))).pick(rng))
                     e.attrs["yo"] = rng.randint(max(e.attrs["y"], 1900), 2023)
@@ -512,12 +734,88 @@ class _Builder:
             e.add("P17", city.attrs["home"])
             e.attrs.update(home=city.attrs["home"])
 
+    def place_name(self, city: Entity, kind: str, r: float, p_city: float) -> tuple[str, Entity | None]:
+        """The name of a landmark or event of ``kind`` in ``city`` and the city it is named after:
+        the city's ("Ostrelin Cathedral", share ``p_city``), generic ("Old Bridge") or invented."""
+        name = f"{city.name} {kind}"
+        if r < p_city and not self.clash(name, city):
+            return name, city
+        if r < p_city + 0.45:
+            return f"{self.generic.draw(self.rng)} {kind}", None
+        return self.named("{w} " + kind)[0], None
+
+    def qualifiers(self, e: Entity) -> list[str]:
+        """Disambiguators for ``e``'s title, the plainest first ("painter", "painter, born 1957")."""
+        a = e.attrs
+        if e.kind == "person":
+            occupation = e.object("P106")
+            return [occupation, f"{occupation}, born {a['y']}", f"{a['nat']} {occupation}, born {a['y']}",
+                    f"{occupation}, born {a['d']} {a['y']}"]
+        if e.kind == "city":
+            return [e.object("P17").name, a["region"].name]
+        if e.kind in ("company", "label", "club", "university", "landmark", "event"):
+            place = a.get("ucity") or (e.facts.get("P159") or e.facts.get("P276"))[0]
+            country = a["home"].name
+            return [country, place.name, f"{place.name}, {country}", f"{country}, {a['y']}"]
+        word = (a.get("btype") or a.get("medium") or a.get("ptype") or a.get("ltype") or a.get("etype")
+                or T.KIND_WORDS[e.kind])
+        out = [word]
+        creator = a.get("creator") or (e.facts.get("P176") or [None])[0]
+        if creator is not None:
+            out.append(f"{creator.name} {word}")
+        if "y" in a:
+            out.append(f"{a['y']} {word}")
+        home = a.get("home")
+        if home is not None:
+            out.append(f"{home.name} {word}")
+        return out
+
+    def disambiguate(self) -> None:
+        """Wikipedia-style titles for entities that share a name: the primary topic (far more famous
+        than the others) keeps the bare name, the others get the plainest qualifier that is free."""
+        titles = set(self.names)  # folded titles in use
+        for key, group in self.names.items():
+            if len(group) < 2:
+                continue
+            ranked = sorted(group, key=lambda e: (-e.fame, e.id))
+            primary = ranked[0].fame >= PRIMARY_TOPIC * ranked[1].fame
+            rest = ranked[1:] if primary else ranked
+            if not primary:
+                titles.discard(key)
+            options = {e.id: self.qualifiers(e) for e in rest}
+            for level in range(max(len(q) for q in options.values())):
+                counts: dict[str, int] = {}
+                for e in rest:
+                    if e.title == e.name and level < len(options[e.id]):
+                        q = fold(options[e.id][level])
+                        counts[q] = counts.get(q, 0) + 1
+                for e in rest:
+                    if e.title != e.name or level >= len(options[e.id]):
+                        continue
+                    q = options[e.id][level]
+                    title = f"{e.name}, {q}" if e.kind == "city" else f"{e.name} ({q})"
+                    if counts[fold(q)] == 1 and fold(title) not in titles:
+                        e.title = title
+                        titles.add(fold(title))
+            for e in rest:  # nothing free (practically never): number them
+                n = 2
+                while e.title == e.name:
+                    title = f"{e.name} ({options[e.id][0]} {n})"
+                    if fold(title) not in titles:
+                        e.title = title
+                        titles.add(fold(title))
+                    n += 1
+
     # ------------------------------------------------------------------ text
 
     def resolve(self, f: str, e: Entity, ctx: dict[str, Any]) -> str:
-        """The value of field ``f`` in a sentence about ``e``."""
+        """The value of field ``f`` in a sentence about ``e``: from ``ctx``, ``e``'s attributes, a
+        list of options, a handler, or ``e``'s facts, in that order."""
         if f in ctx:
             return ctx[f]
+        handler = self.direct.get(f)
+        if handler is not None:  # a handler no attribute or option overrides
+            return handler(e, ctx)
         value = e.attrs.get(f)
         if value is not None:
             return value.name if isinstance(value, Entity) else str(value)
@@ -540,13 +838,13 @@ class _Builder:
             def resolve(e: Entity, ctx: dict[str, Any]) -> str:
                 r = rng.random()
                 if e.kind == "person":
-                    if r >= 0.55:
+                    if r >= 0.4:
                         return {"S": ("She", "He"), "s": ("she", "he"), "P": ("Her", "His")}[f][
                             e.attrs["gender"] == "m"]
-                    name = e.name if r < 0.25 else e.attrs["surname"]
-                elif r < 0.45:
+                    name = e.name if r < 0.12 else e.attrs["surname"]
+                elif r < 0.25:
                     name = e.name
-                elif r < 0.8:
+                elif r < 0.7:
                     return {"S": "It", "s": "it", "P": "Its"}[f]
                 else:
                     name = ("The " if f != "s" else "the ") + kw(e, ctx)
@@ -588,6 +886,13 @@ class _Builder:
         def pick(pool: str):
             return lambda e, ctx: self.pool(pool).pick(rng, mention=True).name
 
+        def listing(pool: str, lo: int, hi: int):  # "A, B, C and D": anyone, famous or not
+            def resolve(e: Entity, ctx: dict[str, Any]) -> str:
+                members = self.pool(pool).members
+                chosen = [rng.choice(members) for _ in range(rng.randint(lo, hi))]
+                return _join(list(dict.fromkeys(o.name for o in chosen if o is not e)) or [members[0].name])
+            return resolve
+
         def article_of(field: str):
             return lambda e, ctx: _article(self.resolve(field, e, ctx))
 
@@ -605,6 +910,11 @@ class _Builder:
             "city": other("city"), "city2": other("city"), "company": other("company"),
             "university": other("university"), "event": other("event"), "work": other("work"),
             "publisher": pick("publishing"), "museum": pick("museum"),
+            "people": listing("person", 3, 6), "people2": listing("person", 2, 4),
+            "works": listing("work", 2, 4),
+            "tw": lambda e, ctx: self.title_words.draw(rng).lower(),
+            "tw2": lambda e, ctx: self.title_words.draw(rng).lower(),
+            "gw": lambda e, ctx: self.generic.draw(rng),
             "fy": year("fy"), "ya": year("ya"), "decade": year("decade"),
             "fy2": lambda e, ctx: str(min(2023, ctx.get("_year", 2000) + rng.randint(1, 12))),
             "yg": lambda e, ctx: str(e.attrs["y"] + rng.randint(21, 26)),
@@ -628,21 +938,22 @@ class _Builder:
         taken.append(chosen)
         return chosen
 
-    def sentence(self, e: Entity, text: str, ctx: dict[str, Any], at: int) -> str:
-        """Render ``text`` about ``e``; record where its object fields start (``at`` words in)."""
+    def sentence(self, e: Entity, text: str, ctx: dict[str, Any]) -> str:
+        """Render ``text`` about ``e``."""
         template = _Template.get(text)
-        values = {f: self.resolve(f, e, ctx) for f in template.fields}
-        out = text.format_map(values)
-        for f, prefix in template.tracked:
-            relation = ctx["rel"] if f == "o" else f
-            start = at + len(prefix.format_map(values).split())
-            names = [name_of(o) for o in e.facts[relation]]
-            spans = e.spans.setdefault(relation, [])
-            for i, name in enumerate(names):
-                length = len(name.split())
-                spans.append((start + (1 if i and i == len(names) - 1 else 0), length))
-                start += length
-        return out
+        return text.format_map({f: self.resolve(f, e, ctx) for f in template.fields})
+
+    def fact_sentence(self, e: Entity, relation: str) -> str:
+        """A sentence stating ``e``'s ``relation`` fact, now and then naming a peer of ``e``."""
+        rng = self.rng
+        ctx = self.fact_context(e, relation)
+        peers = T.PEER_FACTS.get(relation)
+        if peers and rng.random() < P_PEER:
+            peer = rng.choice(self.pool(e.kind).members)  # any peer, famous or not
+            if peer.name != e.name:
+                ctx["peer"] = peer.name
+                return self.sentence(e, rng.choice(peers), ctx)
+        return self.sentence(e, rng.choice(T.KIND_FACTS.get((relation, e.kind)) or T.FACTS[relation]), ctx)
 
     def fact_context(self, e: Entity, relation: str) -> dict[str, Any]:
         objects = e.facts[relation]
@@ -679,27 +990,23 @@ class _Builder:
         return e.kind
 
     def write(self, e: Entity, n_passages: int) -> list[str]:
-        """The sentences of ``e``'s article, about ``n_passages`` passages long."""
+        """The sentences of ``e``'s article, about ``n_passages`` passages long.
+
+        The lead comes first, then the facts; in a long article most facts are spread over the
+        body instead, among sentences that mostly call the subject "she", "it" or by surname.
+        """
         rng = self.rng
         leads = [t for t in T.LEADS[self.lead_key(e)]
-                 if all(r in e.facts for r in _Template.get(t).relations())]
+                 if all(r in e.facts for r in _Template.get(t).relations)]
         lead = rng.choice(leads)
-        words = 0
-        out: list[str] = []
-
-        def emit(sentence: str) -> None:
-            nonlocal words
-            out.append(sentence)
-            words += len(sentence.split())
-
-        emit(self.sentence(e, lead, {}, 0))
-        covered = set(_Template.get(lead).relations())
+        out = [self.sentence(e, lead, {})]
+        covered = _Template.get(lead).relations
+        late: list[str] = []
         for relation in e.facts:
             if relation in covered:
                 continue
-            options = T.KIND_FACTS.get((relation, e.kind)) or T.FACTS[relation]
-            ctx = self.fact_context(e, relation)
-            emit(self.sentence(e, rng.choice(options), ctx, words))
+            sentence = self.fact_sentence(e, relation)
+            (late if n_passages > 1 and rng.random() < 0.7 else out).append(sentence)
         optional = [(t, dict(v)) for t, v in e.attrs.get("notes", ())]
         if e.kind == "person":
             scholar = e.attrs["cat"] in ("writer", "scientist", "artist", "politician")
@@ -713,19 +1020,28 @@ class _Builder:
             names = [p.name for p in e.attrs["products"][:3]]
             optional.append(("Its products include the {plist}.", {"plist": _join(names)}))
         group = T.FILLERS[T.FILLER_GROUP[e.kind]]
+        words = sum(len(s.split()) for s in out)
         if n_passages <= 1:  # fill one passage to between about half and all of its 100 words
             limit = rng.randint(45, PASSAGE_WORDS)
             for text, ctx in optional + [(rng.choice(group), {}) for _ in range(rng.randint(0, 3))]:
-                s = self.sentence(e, text, ctx, words)
-                if words + len(s.split()) <= limit:
-                    emit(s)
+                s = self.sentence(e, text, ctx)
+                n = len(s.split())
+                if words + n <= limit:
+                    out.append(s)
+                    words += n
             return out
         target = n_passages * PASSAGE_WORDS - rng.randint(0, 60)
-        for text, ctx in optional:
-            emit(self.sentence(e, text, ctx, words))
+        words += sum(len(s.split()) for s in late)
+        body = [self.sentence(e, text, ctx) for text, ctx in optional]
+        words += sum(len(s.split()) for s in body)
         fillers = self.fillers(group)
         while words < target:
-            emit(self.sentence(e, next(fillers), {}, words))
+            s = self.sentence(e, next(fillers), {})
+            body.append(s)
+            words += len(s.split())
+        for s in late:
+            body.insert(rng.randint(0, len(body)), s)
+        out.extend(body)
         return out
 
     def fillers(self, group: Sequence[str]):
@@ -744,12 +1060,15 @@ class _Builder:
         passages: list[Passage] = []
         for e in order:
             words = " ".join(self.write(e, length[e.id])).split()
-            ids = []
-            for i in range(0, len(words), PASSAGE_WORDS):
-                pid = str(len(passages) + 1)
-                passages.append(Passage(id=pid, title=e.name, text=" ".join(words[i:i + PASSAGE_WORDS])))
-                ids.append(pid)
-            e.passage_ids = tuple(ids)
+            texts = [" ".join(words[i:i + PASSAGE_WORDS]) for i in range(0, len(words), PASSAGE_WORDS)]
+            first = len(passages) + 1
+            passages.extend(Passage(id=str(first + i), title=e.title, text=text) for i, text in enumerate(texts))
+            e.passage_ids = tuple(str(first + i) for i in range(len(texts)))
+            lowered = [text.lower() for text in texts]
+            for relation, objects in e.facts.items():
+                answers = [a.lower() for a in answers_of(objects)]
+                e.found[relation] = tuple(i for i, text in enumerate(lowered)
+                                          if any(contains(text, a) for a in answers))
         return passages
 
     # ------------------------------------------------------------------ questions
@@ -762,18 +1081,24 @@ class _Builder:
         subjects: dict[str, tuple[Entity, str]] = {}
         answerable: dict[str, list[Entity]] = {relation: [] for relation in templates}
         for e in self.entities:
-            for relation in e.spans:
+            for relation in e.facts:
                 if relation in answerable and e.answerable(relation):
                     answerable[relation].append(e)
         for relation, template in templates.items():
             candidates = [e for e in answerable[relation] if e.id not in used]
             rng.shuffle(candidates)
-            questions = []
-            for i, e in enumerate(candidates[:per_relation], start=1):
+            questions: list[Question] = []
+            asked: set[str] = set()  # question texts of this part (membership only)
+            for e in candidates:
+                if len(questions) == per_relation:
+                    break
+                text = template.replace("[X]", e.name)
+                if text in asked:  # two subjects of the same name: ask about one of them
+                    continue
+                asked.add(text)
                 used.add(e.id)
-                qid = f"{relation}-{i:04d}"
-                questions.append(Question(id=qid, text=template.replace("[X]", e.name),
-                                          answers=answers_of(e.facts[relation])))
+                qid = f"{relation}-{len(questions) + 1:04d}"
+                questions.append(Question(id=qid, text=text, answers=answers_of(e.facts[relation])))
                 subjects[qid] = (e, relation)
             parts.append(Part(name=relation, questions=tuple(questions)))
         return parts, subjects
