@@ -1,0 +1,650 @@
+"""Question and passage encoders: the :class:`Encoder` protocol and its transformers and
+sentence-transformers implementations.
+
+An encoder turns questions and ``(title, text)`` passages into vectors whose inner product is the
+retrieval score. Everything the dense engine (embedding cache, faiss index, retriever, Q x P
+matrix) needs from a model is the small :class:`Encoder` protocol, so encoders written elsewhere
+(REALM in ``dense/realm.py``, ART in ``dense/art.py``) plug in the same way as the ones here.
+
+Models are loaded from a hub id or a local directory through one code path
+(``from_pretrained(name_or_path, revision=...)``), lazily, on the first ``encode_*`` call; building
+an encoder and asking its :meth:`~Encoder.identity` loads no weights.
+
+Input formats (PROTOCOL section 5):
+
+- ``dpr``: passages as the tokenizer's pair encoding of ``(title, text)``, i.e.
+  ``[CLS] title [SEP] text [SEP]``, with **all token-type ids 0** (DPR zeroes the segment ids; the
+  HF tokenizer would give the text segment 1); an empty title gives ``[CLS] text [SEP]`` (DPR's
+  ``if title:``). Truncation is ``longest_first``, as DPR's ``tokenizer.encode(..., truncation=True)``.
+- ``title_text``: ``title + " " + text`` as one segment (Contriever's ``generate_passage_embeddings``).
+- ``text``: the text alone.
+
+Questions are always the question text alone, with no normalisation beyond what the harness applied.
+
+Other encoders plug in by implementing :class:`Encoder`: REALM's ``RealmEncoder``
+(``dense/realm.py``) and ART's ``ArtEncoder`` (``dense/art.py``) do, and the ``realm`` / ``art``
+presets build them through small adapters in :mod:`~harness_builtins.dense.retriever` (registered
+once those modules exist). Any other module can offer ``build_encoder(**options)`` returning an
+:class:`Encoder` (options: the preset's own plus ``batch_size``, ``device``, ``precision``).
+Everything else (embedding cache, faiss index, retriever, Q x P matrix) is shared.
+
+Poolings: ``cls`` (last hidden state at [CLS]; for DPR checkpoints this is DPR's own pooler output,
+which is the [CLS] vector, projected only when the checkpoint has ``projection_dim > 0``, never
+the tanh pooler), ``mean`` (mean of the last hidden states over non-pad tokens), ``pooler`` (the
+model's ``pooler_output``; BERT's tanh pooler).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+#: A passage as encoders receive it.
+PassageInput = tuple[str, str]
+
+POOLINGS: tuple[str, ...] = ("cls", "mean", "pooler")
+FORMATS: tuple[str, ...] = ("dpr", "title_text", "text")
+#: Formats a sentence-transformers model accepts (it takes strings, not segment pairs).
+ST_FORMATS: tuple[str, ...] = ("title_text", "text")
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "fp16", "bf16")
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What the dense engine needs from a model.
+
+    - ``encode_queries(queries)``: a ``(len(queries), dim)`` float32 array, row ``i`` for
+      ``queries[i]``.
+    - ``encode_passages(passages)``: the same for ``(title, text)`` pairs. The engine calls it on
+      chunks of a streamed corpus (a few thousand passages at a time), never on the whole corpus.
+    - ``identity()``: a string that changes whenever ``encode_passages`` could return different
+      vectors (weights, formatting, pooling, max length, precision). The embedding cache is keyed by
+      it, so it must not depend on anything else (no absolute paths of movable files, no batch
+      size), and it should describe the passage side only: a pair of encoders that shares its
+      passage side with another shares its cached corpus embeddings.
+
+    Optional: ``parameters() -> dict`` with the settings to record in results (flat, JSON-able;
+    keys such as ``query_model``, ``passage_model``, ``pooling``, ``format``, ``max_length``);
+    the retriever records ``{"encoder": identity()}`` when it is absent.
+    """
+
+    def identity(self) -> str: ...
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray: ...
+
+    def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray: ...
+
+
+def encoder_parameters(encoder: Encoder) -> dict[str, Any]:
+    """``encoder.parameters()`` when it has one, else ``{"encoder": encoder.identity()}``."""
+    method = getattr(encoder, "parameters", None)
+    return dict(method()) if callable(method) else {"encoder": encoder.identity()}
+
+
+# --- model locations ----------------------------------------------------------------------------
+
+#: Files of a model directory that determine its vectors (weights, configs, vocabularies).
+_MODEL_FILE_SUFFIXES = (".json", ".txt", ".model", ".safetensors", ".bin", ".pt", ".pth")
+#: Training leftovers that may sit in a checkpoint directory but do not change the model.
+_IGNORED_PREFIXES = ("optimizer", "scheduler", "trainer_state", "training_args", "rng_state", "readme", ".")
+_digest_cache: dict[tuple[str, tuple], str] = {}
+
+
+def directory_digest(path: str | os.PathLike) -> str:
+    """sha256 over a model directory's relevant files (relative path, size, content), recursively.
+
+    Weights, configs and tokenizer files count; READMEs, hidden files and optimizer or trainer
+    state do not, so a copy of a directory, or one with a regenerated model card, has the same
+    digest. Cached per process by the files' sizes and mtimes.
+    """
+    root = Path(path).expanduser().resolve()
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in _MODEL_FILE_SUFFIXES
+        and not any(part.lower().startswith(_IGNORED_PREFIXES) for part in p.relative_to(root).parts)
+    )
+    if not files:
+        raise HarnessError(f"{root}: no model files (config, weights, vocabulary) in this directory")
+    stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    key = (str(root), stamp)
+    if key not in _digest_cache:
+        digest = hashlib.sha256()
+        for p in files:
+            rel = p.relative_to(root).as_posix().encode()
+            digest.update(len(rel).to_bytes(8, "little") + rel + p.stat().st_size.to_bytes(8, "little"))
+            with open(p, "rb") as f:
+                while block := f.read(1 << 22):
+                    digest.update(block)
+        _digest_cache[key] = "sha256:" + digest.hexdigest()
+    return _digest_cache[key]
+
+
+class ModelRef:
+    """Where a model comes from: a hub id (with an optional revision) or a local directory.
+
+    ``label`` names the model in recorded parameters instead of its directory (e.g. the packaged
+    MiniLM); local directories are identified by :func:`directory_digest`, never by their path.
+    """
+
+    def __init__(self, name_or_path: str | os.PathLike, revision: str | None = None, label: str | None = None):
+        if not str(name_or_path).strip():
+            raise HarnessError("a model name or directory is required")
+        self.name_or_path = str(name_or_path)
+        self.revision = revision
+        self.label = label
+
+    @property
+    def local(self) -> bool:
+        return Path(self.name_or_path).expanduser().is_dir()
+
+    @property
+    def path(self) -> str:
+        """What ``from_pretrained`` receives."""
+        return str(Path(self.name_or_path).expanduser()) if self.local else self.name_or_path
+
+    def identity(self) -> str:
+        if self.local:
+            return f"dir:{directory_digest(self.name_or_path)}"
+        return f"hub:{self.name_or_path}@{self.revision or 'main'}"
+
+    def describe(self) -> str:
+        """The model as recorded in results: hub id (and revision), or name and content digest."""
+        if self.local:
+            name = self.label or Path(self.name_or_path).expanduser().resolve().name
+            return f"{name} ({directory_digest(self.name_or_path)[:19]})"
+        name = self.label or self.name_or_path
+        return f"{name}@{self.revision}" if self.revision else name
+
+    def __repr__(self) -> str:
+        return f"ModelRef({self.name_or_path!r}, revision={self.revision!r})"
+
+
+# --- devices and precision ----------------------------------------------------------------------
+
+
+def resolve_device(device: str | None) -> str:
+    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
+    import torch
+
+    if device in (None, "", "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    device = str(device)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise HarnessError(f"device {device!r} was asked for but torch sees no GPU")
+    return device
+
+
+def resolve_precision(precision: str | None, device: str) -> str:
+    """``auto``: fp16 autocast on GPU, fp32 on CPU."""
+    precision = precision or "auto"
+    if precision not in PRECISIONS:
+        raise HarnessError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return "fp16" if device.startswith("cuda") else "fp32"
+    if precision == "fp16" and not device.startswith("cuda"):
+        raise HarnessError("precision fp16 needs a GPU device; use fp32 or bf16 on CPU")
+    return precision
+
+
+def _autocast(device: str, precision: str):
+    import contextlib
+
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=dtype)
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise HarnessError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise HarnessError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def passage_string(title: str, text: str, format: str) -> str:
+    """A passage as one string (``title_text`` or ``text`` formats)."""
+    return f"{title} {text}" if format == "title_text" else text
+
+
+# --- transformers ---------------------------------------------------------------------------------
+
+_DPR_CLASSES = {"query": "DPRQuestionEncoder", "passage": "DPRContextEncoder"}
+
+
+def load_transformers_model(ref: ModelRef, *, role: str | None = None, allow_missing_pooler: bool = True):
+    """``(model, tokenizer)`` for ``ref``, in eval mode.
+
+    ``AutoModel`` maps every DPR config to ``DPRQuestionEncoder``, which silently leaves a context
+    encoder's weights (``ctx_encoder.*``) unused and random; DPR checkpoints are therefore loaded
+    with the class their config's ``architectures`` names (or, when it names none, the class for
+    ``role``). Any weight the checkpoint lacks is an error (except BERT's pooler when the pooling
+    does not use it), so a model is never half random.
+    """
+    import transformers
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(ref.path, revision=ref.revision)
+    except OSError as exc:
+        raise HarnessError(f"cannot load model {ref.name_or_path!r}: {exc}") from None
+    model_class: Any = AutoModel
+    if config.model_type == "dpr":
+        arch = next((a for a in (config.architectures or ()) if a in _DPR_CLASSES.values()), None)
+        arch = arch or _DPR_CLASSES.get(role or "")
+        if arch is None:
+            raise HarnessError(
+                f"{ref.name_or_path}: a DPR checkpoint whose config names neither DPRQuestionEncoder "
+                f"nor DPRContextEncoder ({config.architectures})"
+            )
+        model_class = getattr(transformers, arch)
+    model, info = model_class.from_pretrained(
+        ref.path, revision=ref.revision, config=config, output_loading_info=True
+    )
+    missing = sorted(
+        key
+        for key in info.get("missing_keys", ())
+        if not (allow_missing_pooler and (key.startswith("pooler.") or ".pooler." in key))
+    )
+    if missing:
+        raise HarnessError(
+            f"{ref.name_or_path}: the checkpoint lacks {len(missing)} weight(s) of "
+            f"{type(model).__name__} (e.g. {missing[0]}); refusing to encode with random weights"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(ref.path, revision=ref.revision)
+    model.eval()
+    return model, tokenizer
+
+
+class _DeviceSettings:
+    """``device``, ``precision`` and the default batch size, resolved on first use (imports torch)."""
+
+    _device_option: str | None
+    _precision_option: str | None
+    _device: str | None
+    _precision: str | None
+    batch_size: int | None
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = resolve_device(self._device_option)
+        return self._device
+
+    @property
+    def precision(self) -> str:
+        if self._precision is None:
+            self._precision = resolve_precision(self._precision_option, self.device)
+        return self._precision
+
+    def _batch_size(self) -> int:
+        return self.batch_size or (128 if self.device.startswith("cuda") else 32)
+
+
+class TransformersEncoder(_DeviceSettings):
+    """One transformers model encoding both questions and passages (Contriever's shared encoder);
+    pair two with :class:`DualEncoder` for separate question and passage encoders (DPR).
+
+    Batches are formed in length order (longest first, padded to the batch's longest input, not to
+    ``max_length``) and results are returned in input order. On GPU the forward pass runs under
+    fp16 (or bf16) autocast; pooling is always done in fp32.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | ModelRef,
+        *,
+        revision: str | None = None,
+        pooling: str = "cls",
+        format: str = "dpr",
+        max_length: int = 256,
+        batch_size: int | None = None,
+        device: str | None = "auto",
+        precision: str | None = "auto",
+        role: str | None = None,
+    ):
+        self.ref = model if isinstance(model, ModelRef) else ModelRef(model, revision)
+        self.pooling = _check_choice("pooling", pooling, POOLINGS)
+        self.format = _check_choice("format", format, FORMATS)
+        self.max_length = _positive_int("max_length", max_length)
+        self.batch_size = None if batch_size is None else _positive_int("batch_size", batch_size)
+        self._device_option, self._precision_option = device, precision
+        self.role = role
+        self._model = None
+        self._tokenizer = None
+        self._device: str | None = None
+        self._precision: str | None = None
+        #: Called with each batch's (rows, padded length) as it is encoded (tests, diagnostics).
+        self.on_batch: Callable[[int, int], None] | None = None
+
+    def identity(self) -> str:
+        return json.dumps(
+            {
+                "backend": "transformers",
+                "model": self.ref.identity(),
+                "pooling": self.pooling,
+                "format": self.format,
+                "max_length": self.max_length,
+                "precision": self.precision,
+            },
+            sort_keys=True,
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "model": self.ref.describe(),
+            "pooling": self.pooling,
+            "format": self.format,
+            "max_length": self.max_length,
+            "precision": self.precision,
+        }
+
+    # -- loading
+
+    def load(self) -> None:
+        """Load the weights now (otherwise they load on the first ``encode_*`` call)."""
+        if self._model is not None:
+            return
+        model, tokenizer = load_transformers_model(
+            self.ref, role=self.role, allow_missing_pooler=self.pooling != "pooler"
+        )
+        if self.pooling == "pooler" and not _has_pooler(model):
+            raise HarnessError(f"{self.ref.name_or_path}: pooling 'pooler' but the model has no pooler")
+        self._model = model.to(self.device)
+        self._tokenizer = tokenizer
+
+    @property
+    def model(self):
+        self.load()
+        return self._model
+
+    @property
+    def tokenizer(self):
+        self.load()
+        return self._tokenizer
+
+    # -- encoding
+
+    def tokenize_queries(self, queries: Sequence[str]) -> list[dict[str, list[int]]]:
+        return self._tokenize(list(queries), None)
+
+    def tokenize_passages(self, passages: Sequence[PassageInput]) -> list[dict[str, list[int]]]:
+        if self.format == "dpr":
+            titles = [title for title, _ in passages]
+            texts = [text for _, text in passages]
+            return self._tokenize(texts, titles)
+        return self._tokenize([passage_string(t, x, self.format) for t, x in passages], None)
+
+    def _tokenize(self, texts: list[str], titles: list[str] | None) -> list[dict[str, list[int]]]:
+        """Unpadded features per input; with ``titles``, DPR's (title, text) pairs, token types 0."""
+        tokenizer = self.tokenizer
+        kwargs = dict(truncation=True, max_length=self.max_length, padding=False, return_attention_mask=False)
+        features: list[dict[str, list[int]] | None] = [None] * len(texts)
+        if titles is None:
+            singles = list(range(len(texts)))
+            pairs: list[int] = []
+        else:
+            singles = [i for i, t in enumerate(titles) if not t]
+            pairs = [i for i, t in enumerate(titles) if t]
+        for rows, encoded in (
+            (singles, tokenizer([texts[i] for i in singles], **kwargs) if singles else None),
+            (pairs, tokenizer([titles[i] for i in pairs], [texts[i] for i in pairs], **kwargs) if pairs else None),  # type: ignore[index]
+        ):
+            if encoded is None:
+                continue
+            keys = [k for k in encoded.keys() if k != "token_type_ids"]
+            for j, i in enumerate(rows):
+                feature = {k: encoded[k][j] for k in keys}
+                if "token_type_ids" in encoded:  # DPR: every segment id is 0
+                    feature["token_type_ids"] = [0] * len(feature["input_ids"])
+                features[i] = feature
+        return features  # type: ignore[return-value]
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return self.encode_features(self.tokenize_queries(queries))
+
+    def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray:
+        return self.encode_features(self.tokenize_passages(passages))
+
+    def encode_features(self, features: Sequence[dict[str, list[int]]], *, sort: bool = True) -> np.ndarray:
+        """Vectors for tokenised inputs, batched in length order, returned in input order."""
+        import torch
+
+        model, device = self.model, self.device
+        n = len(features)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        order = sorted(range(n), key=lambda i: -len(features[i]["input_ids"])) if sort else list(range(n))
+        out: np.ndarray | None = None
+        batch_size = self._batch_size()
+        pad_id = self.tokenizer.pad_token_id or 0
+        # DPR encoders return only their pooled [CLS] vector unless asked for the hidden states
+        extra = {"output_hidden_states": True} if _is_dpr(model) and self.pooling == "mean" else {}
+        with torch.inference_mode():
+            for start in range(0, n, batch_size):
+                rows = order[start : start + batch_size]
+                batch = _pad([features[i] for i in rows], pad_id)
+                if self.on_batch is not None:
+                    self.on_batch(len(rows), batch["input_ids"].shape[1])
+                batch = {k: v.to(device) for k, v in batch.items()}
+                with _autocast(device, self.precision):
+                    outputs = model(**batch, return_dict=True, **extra)
+                vectors = self._pool(outputs, batch["attention_mask"]).float().cpu().numpy()
+                if out is None:
+                    out = np.empty((n, vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors
+        assert out is not None
+        return out
+
+    def _pool(self, outputs: Any, mask: torch.Tensor) -> torch.Tensor:
+        dpr = _is_dpr(self._model)
+        if self.pooling == "mean":
+            hidden = (outputs.hidden_states[-1] if dpr else outputs.last_hidden_state).float()
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        if self.pooling == "cls" and not dpr:
+            return outputs.last_hidden_state[:, 0].float()
+        # DPR's pooler output is its [CLS] vector (projected if projection_dim > 0); elsewhere
+        # ``pooler`` is the model's own pooler (BERT: tanh(dense([CLS]))).
+        return outputs.pooler_output.float()
+
+    @property
+    def dim(self) -> int:
+        model = self.model
+        if _is_dpr(model):
+            return int(model.config.projection_dim or model.config.hidden_size)
+        return int(model.config.hidden_size)
+
+
+def _is_dpr(model: Any) -> bool:
+    return getattr(getattr(model, "config", None), "model_type", None) == "dpr"
+
+
+def _has_pooler(model: Any) -> bool:
+    return _is_dpr(model) or getattr(model, "pooler", None) is not None
+
+
+def _pad(features: Sequence[dict[str, list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad a batch to its longest input; attention mask 1 on real tokens."""
+    import torch
+
+    length = max(len(f["input_ids"]) for f in features)
+    keys = [k for k in features[0] if k != "attention_mask"]
+    batch: dict[str, torch.Tensor] = {}
+    for key in keys:
+        fill = pad_id if key == "input_ids" else 0
+        array = np.full((len(features), length), fill, dtype=np.int64)
+        for i, f in enumerate(features):
+            array[i, : len(f[key])] = f[key]
+        batch[key] = torch.from_numpy(array)
+    mask = np.zeros((len(features), length), dtype=np.int64)
+    for i, f in enumerate(features):
+        mask[i, : len(f["input_ids"])] = 1
+    batch["attention_mask"] = torch.from_numpy(mask)
+    return batch
+
+
+# --- sentence-transformers ----------------------------------------------------------------------
+
+
+class SentenceTransformerEncoder(_DeviceSettings):
+    """A sentence-transformers model through its own ``encode_query`` / ``encode_document``, so its
+    prompts, pooling and normalisation apply exactly as the model defines them. Passages are
+    ``title + " " + text`` (``title_text``, the BEIR convention) or the text alone (``text``).
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | ModelRef,
+        *,
+        revision: str | None = None,
+        format: str = "title_text",
+        max_length: int | None = None,
+        batch_size: int | None = None,
+        device: str | None = "auto",
+        precision: str | None = "auto",
+    ):
+        self.ref = model if isinstance(model, ModelRef) else ModelRef(model, revision)
+        self.format = _check_choice("format", format, ST_FORMATS)
+        self.max_length = None if max_length is None else _positive_int("max_length", max_length)
+        self.batch_size = None if batch_size is None else _positive_int("batch_size", batch_size)
+        self._device_option, self._precision_option = device, precision
+        self._model = None
+        self._device: str | None = None
+        self._precision: str | None = None
+
+    def identity(self) -> str:
+        return json.dumps(
+            {
+                "backend": "sentence-transformers",
+                "model": self.ref.identity(),
+                "format": self.format,
+                "max_length": self.max_length,
+                "precision": self.precision,
+            },
+            sort_keys=True,
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "model": self.ref.describe(),
+            "backend": "sentence-transformers",
+            "format": self.format,
+            "max_length": self.max_length if self.max_length is not None else "model default",
+            "precision": self.precision,
+        }
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            model = SentenceTransformer(self.ref.path, device=self.device, revision=self.ref.revision)
+        except OSError as exc:
+            raise HarnessError(f"cannot load sentence-transformers model {self.ref.name_or_path!r}: {exc}") from None
+        if self.max_length is not None:
+            model.max_seq_length = self.max_length
+        model.eval()
+        self._model = model
+
+    @property
+    def model(self):
+        self.load()
+        return self._model
+
+    def _encode(self, method: str, texts: list[str]) -> np.ndarray:
+        model = self.model
+        if not texts:
+            return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
+        encode = getattr(model, method, model.encode)  # encode_query / encode_document (ST >= 5)
+        with _autocast(self.device, self.precision):
+            vectors = encode(
+                texts, batch_size=self._batch_size(), show_progress_bar=False, convert_to_numpy=True
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return self._encode("encode_query", list(queries))
+
+    def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray:
+        return self._encode("encode_document", [passage_string(t, x, self.format) for t, x in passages])
+
+
+# --- pairs ----------------------------------------------------------------------------------------
+
+
+class DualEncoder:
+    """Questions through one encoder, passages through another (DPR's two towers, or encoder
+    adaptation: the question encoder of one model with the passage encoder of another)."""
+
+    def __init__(self, query: Encoder, passage: Encoder):
+        self.query = query
+        self.passage = passage
+
+    def identity(self) -> str:
+        return self.passage.identity()
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        return self.query.encode_queries(queries)
+
+    def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray:
+        return self.passage.encode_passages(passages)
+
+    def parameters(self) -> dict[str, Any]:
+        return side_parameters(self.query, self.passage)
+
+
+def side_parameters(query: Encoder, passage: Encoder) -> dict[str, Any]:
+    """Flat parameters of a (query, passage) pair: ``query_model``, ``passage_model``, then each
+    setting once when both sides agree, else prefixed ``query_`` / ``passage_``."""
+    q, p = encoder_parameters(query), encoder_parameters(passage)
+    out: dict[str, Any] = {}
+    for side, params in (("query", q), ("passage", p)):
+        for key in ("model", "encoder"):
+            if key in params:
+                out[f"{side}_{key}"] = params[key]
+    for key in dict.fromkeys([*q, *p]):
+        if key in ("model", "encoder"):
+            continue
+        if key in q and key in p and q[key] == p[key]:
+            out[key] = q[key]
+        else:
+            if key in q:
+                out[f"query_{key}"] = q[key]
+            if key in p:
+                out[f"passage_{key}"] = p[key]
+    return out
+
+
+def sides(encoder: Encoder) -> tuple[Encoder, Encoder]:
+    """``(query side, passage side)`` of an encoder: a :class:`DualEncoder`'s two, or the encoder twice."""
+    if isinstance(encoder, DualEncoder):
+        return encoder.query, encoder.passage
+    return encoder, encoder
+
+
+def is_sentence_transformers_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a local sentence-transformers model directory (has ``modules.json``)."""
+    return (Path(path).expanduser() / "modules.json").is_file()
+

@@ -1,0 +1,245 @@
+"""faiss indexes over an embedding cache: exact inner product by default, HNSW or IVF-PQ on request.
+
+- ``flat``: ``IndexFlatIP``, exact maximum inner product (DPR's default, PROTOCOL section 5).
+- ``hnsw``: ``IndexHNSWFlat(d, M, METRIC_INNER_PRODUCT)`` with ``efConstruction`` / ``efSearch``.
+  Inner product is not a metric and HNSW's graph suffers on vectors of varying norms (DPR's are);
+  ``hnsw_metric="l2"`` uses DPR's ``DenseHNSWFlatIndexer`` transform instead: each passage gets an
+  extra coordinate ``sqrt(phi - |p|^2)`` (``phi`` the largest squared norm), each query a 0, so
+  the nearest neighbour in L2 is the best inner product; scores are converted back to inner
+  products (``(|q|^2 + phi - distance) / 2``).
+- ``ivfpq``: ``IndexIVFPQ`` over an ``IndexFlatIP`` coarse quantizer, inner-product metric,
+  ``nlist`` lists, ``m`` sub-quantizers of ``nbits`` bits, ``nprobe`` lists visited per query;
+  trained on a uniform sample of up to ``max(64 * nlist, 100k)`` vectors (seed 0).
+
+Vectors are added shard by shard from the float16 memory maps (each converted to float32 on its
+own), so building never holds more than the index plus one shard. Built HNSW and IVF-PQ indexes
+are saved next to the embeddings (``index-<kind>-<digest>.faiss``) and reused.
+
+With a faiss that has GPU support and sees a GPU (``faiss.get_num_gpus() > 0``), ``flat`` and
+``ivfpq`` indexes run on GPU (``gpu`` option: ``auto``, ``true``, ``false``); HNSW stays on CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.progress import progress as progress_bar
+
+from harness_builtins.dense.embeddings import EmbeddingCache
+
+INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "ivfpq")
+HNSW_METRICS: tuple[str, ...] = ("ip", "l2")
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise HarnessError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _parse_gpu(value: Any) -> str:
+    if value in (None, "auto"):
+        return "auto"
+    if value in (True, "true", "yes", "1", 1):
+        return "true"
+    if value in (False, "false", "no", "0", 0):
+        return "false"
+    raise HarnessError(f"gpu must be auto, true or false, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexConfig:
+    """Which faiss index to build, and its parameters."""
+
+    kind: str = "flat"
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 128
+    hnsw_metric: str = "ip"
+    ivf_nlist: int = 4096
+    ivf_nprobe: int = 64
+    pq_m: int = 64
+    pq_nbits: int = 8
+    gpu: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.kind not in INDEX_KINDS:
+            raise HarnessError(f"index must be one of {', '.join(INDEX_KINDS)}, got {self.kind!r}")
+        for name in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_nbits"):
+            _positive(name, getattr(self, name))
+        if self.hnsw_metric not in HNSW_METRICS:
+            raise HarnessError(f"hnsw_metric must be one of {', '.join(HNSW_METRICS)}, got {self.hnsw_metric!r}")
+        object.__setattr__(self, "gpu", _parse_gpu(self.gpu))
+
+    def parameters(self) -> dict[str, Any]:
+        """The settings that change the ranking: the kind and its own parameters."""
+        if self.kind == "flat":
+            return {"index": "flat"}
+        if self.kind == "hnsw":
+            return {"index": "hnsw", "hnsw_m": self.hnsw_m, "hnsw_ef_construction": self.hnsw_ef_construction,
+                    "hnsw_ef_search": self.hnsw_ef_search, "hnsw_metric": self.hnsw_metric}
+        return {"index": "ivfpq", "ivf_nlist": self.ivf_nlist, "ivf_nprobe": self.ivf_nprobe,
+                "pq_m": self.pq_m, "pq_nbits": self.pq_nbits}
+
+    def build_key(self) -> str:
+        """Digest of what the built index depends on (search-time settings excluded)."""
+        params = self.parameters()
+        params.pop("hnsw_ef_search", None)
+        params.pop("ivf_nprobe", None)
+        return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> IndexConfig:
+        fields = {k: options[k] for k in asdict(cls()) if k in options and options[k] is not None}
+        if "index" in options and options["index"] is not None:
+            fields["kind"] = options["index"]
+        return cls(**fields)
+
+
+def gpu_available() -> bool:
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+class DenseIndex:
+    """A faiss index over an :class:`EmbeddingCache`, searched by inner product."""
+
+    def __init__(self, index: Any, cache: EmbeddingCache, config: IndexConfig, *, on_gpu: bool = False):
+        self.index = index
+        self.cache = cache
+        self.config = config
+        self.on_gpu = on_gpu
+        #: hnsw_metric="l2": the squared norm the passages were lifted to (DPR's transform).
+        self.phi: float | None = None
+
+    @property
+    def dim(self) -> int:
+        return self.cache.dim
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @classmethod
+    def build(cls, cache: EmbeddingCache, config: IndexConfig | None = None, *, progress: bool = True,
+              save: bool = True) -> DenseIndex:
+        """Build (or, for HNSW / IVF-PQ, load a saved) index over ``cache``."""
+        import faiss
+
+        config = config or IndexConfig()
+        use_gpu = config.gpu == "true" or (config.gpu == "auto" and gpu_available())
+        if config.gpu == "true" and not gpu_available():
+            raise HarnessError("gpu=true but faiss has no GPU support or sees no GPU")
+        d = cache.dim
+        if config.kind == "flat":
+            if use_gpu:
+                resources = faiss.StandardGpuResources()
+                index = faiss.GpuIndexFlatIP(resources, d)
+            else:
+                index = faiss.IndexFlatIP(d)
+            _add(index, cache, progress)
+            return cls(index, cache, config, on_gpu=use_gpu)
+
+        saved = cache.path / f"index-{config.kind}-{config.build_key()}.faiss"
+        phi = None
+        if saved.is_file():
+            index = faiss.read_index(str(saved))
+            expected_d = d + 1 if config.kind == "hnsw" and config.hnsw_metric == "l2" else d
+            if index.ntotal != len(cache) or index.d != expected_d:
+                raise HarnessError(f"{saved} does not match its embeddings; delete it")
+            if expected_d != d:
+                phi = float(json.loads(saved.with_suffix(".json").read_text())["phi"])
+        else:
+            index = cls._new_trained(config, cache, d)
+            if config.kind == "hnsw" and config.hnsw_metric == "l2":
+                phi = max((float(np.einsum("ij,ij->i", v, v).max()) for v in cache.vectors() if len(v)), default=0.0)
+                _add(index, cache, progress, phi=phi)
+            else:
+                _add(index, cache, progress)
+            if save:
+                if phi is not None:
+                    saved.with_suffix(".json").write_text(json.dumps({"phi": phi}))
+                tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
+                faiss.write_index(index, str(tmp))
+                os.replace(tmp, saved)
+        on_gpu = False
+        if config.kind == "ivfpq" and use_gpu:
+            resources = faiss.StandardGpuResources()
+            options = faiss.GpuClonerOptions()
+            options.useFloat16LookupTables = True
+            index = faiss.index_cpu_to_gpu(resources, 0, index, options)
+            on_gpu = True
+        built = cls(index, cache, config, on_gpu=on_gpu)
+        built.phi = phi
+        return built
+
+    @staticmethod
+    def _new_trained(config: IndexConfig, cache: EmbeddingCache, d: int) -> Any:
+        import faiss
+
+        if config.kind == "hnsw":
+            if config.hnsw_metric == "l2":
+                index = faiss.IndexHNSWFlat(d + 1, config.hnsw_m, faiss.METRIC_L2)
+            else:
+                index = faiss.IndexHNSWFlat(d, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = config.hnsw_ef_construction
+            return index
+        if config.ivf_nlist > len(cache):
+            raise HarnessError(f"ivf_nlist={config.ivf_nlist} exceeds the corpus size {len(cache)}")
+        if d % config.pq_m:
+            raise HarnessError(f"pq_m={config.pq_m} must divide the vector dimension {d}")
+        quantizer = faiss.IndexFlatIP(d)
+        index = faiss.IndexIVFPQ(quantizer, d, config.ivf_nlist, config.pq_m, config.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+        index.train(cache.sample(max(64 * config.ivf_nlist, 100_000)))
+        return index
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, rows)``, each ``(len(queries), min(k, len(index)))``, best first; a row of -1
+        (score -inf) where an approximate index found fewer than k."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise HarnessError(f"query vectors of shape {queries.shape} for a {self.dim}-d index")
+        k = min(int(k), len(self))
+        if len(queries) == 0 or k == 0:
+            return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
+        if self.config.kind == "hnsw":
+            self.index.hnsw.efSearch = max(self.config.hnsw_ef_search, k)
+        elif self.config.kind == "ivfpq":
+            self.index.nprobe = self.config.ivf_nprobe
+        if self.phi is not None:
+            lifted = np.hstack([queries, np.zeros((len(queries), 1), np.float32)])
+            distances, rows = self.index.search(lifted, k)
+            norms = np.einsum("ij,ij->i", queries, queries)[:, None]
+            scores = np.where(rows >= 0, (norms + self.phi - distances) / 2, -np.inf).astype(np.float32)
+        else:
+            scores, rows = self.index.search(queries, k)
+        return scores, rows.astype(np.int64, copy=False)
+
+    def passage_ids(self, rows: np.ndarray) -> list[str]:
+        return self.cache.passage_ids(rows)
+
+
+def _add(index: Any, cache: EmbeddingCache, progress: bool, *, phi: float | None = None) -> None:
+    with progress_bar(total=len(cache), desc="dense index", unit="vec", enabled=progress) as bar:
+        for vectors in cache.vectors(np.float32):
+            if phi is not None:  # DPR's lift: |p'|^2 = phi for every passage
+                extra = np.sqrt(np.maximum(phi - np.einsum("ij,ij->i", vectors, vectors), 0.0))
+                vectors = np.hstack([vectors, extra[:, None].astype(np.float32)])
+            index.add(vectors)
+            bar.update(len(vectors))
+
+
+def brute_force_search(vectors: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k by inner product in numpy (a reference for tests)."""
+    scores = np.asarray(queries, np.float32) @ np.asarray(vectors, np.float32).T
+    k = min(k, scores.shape[1])
+    rows = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, rows, axis=1), rows
+

@@ -1,0 +1,185 @@
+"""The on-disk embedding cache: layout, reuse, keys, streaming and resuming after an interruption."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from test_dense_models import corpus_of
+
+from harness.errors import HarnessError
+from harness_builtins.dense.embeddings import DTYPE, EmbeddingCache, cache_path, embed_corpus
+
+
+class HashEncoder:
+    """Deterministic vectors from a hash of each passage; records what it was asked to encode."""
+
+    def __init__(self, dim: int = 8, tag: str = "hash-v1"):
+        self.dim, self.tag = dim, tag
+        self.calls: list[list[str]] = []
+
+    def identity(self) -> str:
+        return f"{self.tag}/{self.dim}"
+
+    @staticmethod
+    def _vector(text: str, dim: int) -> np.ndarray:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+
+    def encode_queries(self, queries):
+        return np.stack([self._vector(q, self.dim) for q in queries]) if queries else np.zeros((0, self.dim), np.float32)
+
+    def encode_passages(self, passages):
+        self.calls.append([text for _, text in passages])
+        return np.stack([self._vector(f"{t}|{x}", self.dim) for t, x in passages])
+
+
+class Interrupt(Exception):
+    pass
+
+
+def passages(n: int):
+    return [(f"id-{i}", f"Title {i}", f"text of passage {i}") for i in range(n)]
+
+
+def test_cache_layout_ids_and_values(tmp_path):
+    corpus = corpus_of(passages(11) + [("ünïcode/ïd", "T", "unicode id")])
+    encoder = HashEncoder()
+    cache = embed_corpus(encoder, corpus, tmp_path, shard_size=5, chunk_size=3, progress=False)
+    names = sorted(p.name for p in cache.path.iterdir())
+    assert names == ["emb-00000.npy", "emb-00001.npy", "emb-00002.npy",
+                     "ids-00000.npy", "ids-00001.npy", "ids-00002.npy", "meta.json"]
+    meta = json.loads((cache.path / "meta.json").read_text())
+    assert meta["complete"] and meta["passages"] == 12 and meta["dim"] == 8 and meta["shards"] == 3
+    assert meta["corpus_fingerprint"] == corpus.fingerprint and meta["dtype"] == "float16"
+    assert [len(s) for s in cache.shards] == [5, 5, 2] and cache.shards[0].dtype == DTYPE
+    assert isinstance(cache.shards[0], np.memmap)
+    expected = np.stack([HashEncoder._vector(f"{p.title}|{p.text}", 8) for p in corpus]).astype(DTYPE)
+    np.testing.assert_array_equal(cache.all_vectors(np.float16), expected)
+    assert cache.passage_ids(np.arange(12)) == [p.id for p in corpus]
+    assert cache.passage_ids(np.array([[11, 0], [5, 4]])) == ["ünïcode/ïd", "id-0", "id-5", "id-4"]
+    # streamed in chunks that never cross a shard boundary
+    assert [len(c) for c in encoder.calls] == [3, 2, 3, 2, 2]
+
+
+def test_a_complete_cache_is_reused_without_encoding(tmp_path):
+    corpus = corpus_of(passages(7))
+    first = embed_corpus(HashEncoder(), corpus, tmp_path, shard_size=3, progress=False)
+    again = HashEncoder()
+    second = embed_corpus(again, corpus, tmp_path, shard_size=50, progress=False)  # its own shard size wins
+    assert again.calls == [] and second.path == first.path and second.shard_size == 3
+    np.testing.assert_array_equal(second.all_vectors(), first.all_vectors())
+
+
+def test_the_key_follows_encoder_identity_and_corpus(tmp_path):
+    corpus = corpus_of(passages(4))
+    changed = corpus_of(passages(3) + [("id-3", "Title 3", "text of passage 3, edited")])
+    base = cache_path(tmp_path, corpus, HashEncoder().identity())
+    assert cache_path(tmp_path, corpus, HashEncoder(tag="hash-v2").identity()) != base
+    assert cache_path(tmp_path, changed, HashEncoder().identity()) != base
+    assert cache_path(tmp_path, corpus_of(passages(4)), HashEncoder().identity()) == base
+
+
+def test_an_interrupted_build_resumes_after_the_last_finished_shard(tmp_path):
+    corpus = corpus_of(passages(14))  # shards of 4: [0-3] [4-7] [8-11] [12-13]
+
+    def stop_after_two(shard: int) -> None:
+        if shard == 1:
+            raise Interrupt
+
+    interrupted = HashEncoder()
+    with pytest.raises(Interrupt):
+        embed_corpus(interrupted, corpus, tmp_path, shard_size=4, chunk_size=4, progress=False, on_shard=stop_after_two)
+    path = cache_path(tmp_path, corpus, interrupted.identity())
+    assert sorted(p.name for p in path.glob("emb-*.npy")) == ["emb-00000.npy", "emb-00001.npy"]
+    assert not json.loads((path / "meta.json").read_text())["complete"]
+    with pytest.raises(HarnessError):
+        EmbeddingCache.open(path)
+
+    resumed = HashEncoder()
+    cache = embed_corpus(resumed, corpus, tmp_path, shard_size=4, chunk_size=4, progress=False)
+    encoded = [text for call in resumed.calls for text in call]
+    assert encoded == [f"text of passage {i}" for i in range(8, 14)]  # shards 0-1 were not recomputed
+    fresh = embed_corpus(HashEncoder(), corpus, tmp_path / "fresh", shard_size=4, progress=False)
+    np.testing.assert_array_equal(cache.all_vectors(), fresh.all_vectors())
+    assert cache.passage_ids(np.arange(14)) == [f"id-{i}" for i in range(14)]
+    assert not list(path.glob(".*.tmp"))
+
+
+def test_a_crash_inside_a_shard_leaves_no_partial_shard(tmp_path):
+    corpus = corpus_of(passages(10))
+
+    class Crashing(HashEncoder):
+        def encode_passages(self, batch):
+            if any(text.endswith(" 6") for _, text in batch):
+                raise Interrupt
+            return super().encode_passages(batch)
+
+    with pytest.raises(Interrupt):
+        embed_corpus(Crashing(), corpus, tmp_path, shard_size=4, chunk_size=2, progress=False)
+    path = cache_path(tmp_path, corpus, HashEncoder().identity())
+    assert sorted(p.name for p in path.glob("*.npy")) == ["emb-00000.npy", "ids-00000.npy"]
+    assert not list(path.glob(".*.tmp"))
+    resumed = HashEncoder()
+    embed_corpus(resumed, corpus, tmp_path, shard_size=4, chunk_size=2, progress=False)
+    assert resumed.calls[0] == ["text of passage 4", "text of passage 5"]
+
+
+def test_the_corpus_is_streamed_not_materialised(tmp_path):
+    class StreamOnly:
+        """A corpus that can only be iterated, and counts how far it was read."""
+
+        name = "stream"
+        fingerprint = "sha256:stream"
+
+        def __init__(self, n):
+            self.n, self.read = n, 0
+
+        def __len__(self):
+            return self.n
+
+        def __iter__(self):
+            from harness.types import Passage
+
+            for i in range(self.n):
+                self.read += 1
+                yield Passage(id=str(i), title="", text=f"p{i}")
+
+        def get(self, passage_id):
+            raise AssertionError("the cache must not look passages up")
+
+    corpus = StreamOnly(25)
+    reads = []
+
+    class Watching(HashEncoder):
+        def encode_passages(self, batch):
+            reads.append(corpus.read)
+            return super().encode_passages(batch)
+
+    embed_corpus(Watching(), corpus, tmp_path, shard_size=10, chunk_size=4, progress=False)
+    assert reads == [4, 8, 10, 14, 18, 20, 24, 25]  # never more than one chunk ahead
+
+
+def test_a_corpus_shorter_than_its_length_is_an_error(tmp_path):
+    class Short:
+        name, fingerprint = "short", "sha256:short"
+
+        def __len__(self):
+            return 5
+
+        def __iter__(self):
+            return iter(corpus_of(passages(3)))
+
+    with pytest.raises(HarnessError, match="fewer passages"):
+        embed_corpus(HashEncoder(), Short(), tmp_path, shard_size=2, progress=False)
+
+
+def test_encoder_output_is_checked(tmp_path):
+    class Wrong(HashEncoder):
+        def encode_passages(self, batch):
+            return np.zeros((len(batch) + 1, 4), np.float32)
+
+    with pytest.raises(HarnessError, match="shape"):
+        embed_corpus(Wrong(), corpus_of(passages(3)), tmp_path, progress=False)

@@ -1,0 +1,312 @@
+"""Dense retrievers end to end: presets, registration, the Retriever contract, encoder adaptation,
+the Q x P matrix, module (REALM / ART) hooks, and MiniLM on the demo suite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+from test_dense_models import corpus_of, dense_plugin, tiny_models  # noqa: F401  (fixtures)
+
+from harness.errors import HarnessError
+from harness.types import Part, Question, RunContext, Suite
+
+PASSAGES = [
+    ("1", "Paris", "Paris is the capital of France."),
+    ("2", "Berlin", "Berlin is the capital of Germany."),
+    ("3", "Banana", "The banana is a long yellow fruit."),
+    ("4", "Carrot", "The carrot is an orange root vegetable."),
+    ("5", "Oak", "The oak is a tree whose fruit is the acorn."),
+    ("6", "Salt", "Table salt is sodium chloride."),
+    ("7", "Everest", "Everest is the highest mountain on Earth."),
+]
+
+
+def tiny_suite() -> Suite:
+    questions = (
+        Question(id="q1", text="What is the capital of France?", answers=("Paris",)),
+        Question(id="q2", text="What colour is a banana?", answers=("yellow",)),
+        Question(id="q3", text="What is salt made of?", answers=("sodium chloride",)),
+    )
+    return Suite(name="tiny", parts=(Part(name="a", questions=questions[:2]), Part(name="b", questions=questions[2:])),
+                 corpus=corpus_of(PASSAGES), default_k=(1, 5))
+
+
+def context(tmp_path, **kwargs) -> RunContext:
+    return RunContext(cache_dir=tmp_path, threads=1, progress=False, **kwargs)
+
+
+def test_registering_imports_nothing_heavy():
+    code = (
+        "import sys\n"
+        "import harness_builtins.dense as d\n"
+        "specs = []\n"
+        "d.register_retrievers(specs.append)\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'faiss', 'sentence_transformers', 'numpy') if m in sys.modules)\n"
+        "print(len(specs), heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(maxsplit=1)
+    assert int(out[0]) >= 7 and out[1].strip() == "[]"
+
+
+def test_presets_and_their_options(dense_plugin):
+    from harness.registry import retrievers
+
+    specs = {name: retrievers().get(name) for name in ("dpr-nq", "dpr-multi", "contriever", "contriever-msmarco", "st", "minilm", "dense")}
+    assert specs["dpr-nq"].options["query_model"] == "facebook/dpr-question_encoder-single-nq-base"
+    assert specs["dpr-multi"].options["passage_model"] == "facebook/dpr-ctx_encoder-multiset-base"
+    assert specs["dpr-nq"].options["max_length"] == 256 and specs["contriever"].options["max_length"] == 512
+    assert specs["contriever-msmarco"].options["model"] == "facebook/contriever-msmarco"
+    for spec in specs.values():
+        json.dumps(dict(spec.options), allow_nan=False)
+        assert {"batch_size", "device", "index", "hnsw_m", "ivf_nprobe", "shard_size"} <= set(spec.options)
+    assert {"query_model", "passage_model"} <= set(specs["dense"].options)
+    assert "model" in specs["st"].options and "model" in specs["minilm"].options
+
+
+def test_preset_settings_reach_the_encoders(tiny_models):
+    from harness_builtins.dense.encoders import DualEncoder, SentenceTransformerEncoder, TransformersEncoder
+    from harness_builtins.dense.retriever import build_retriever
+
+    dpr = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question), passage_model=str(tiny_models.dpr_ctx))
+    assert isinstance(dpr.encoder, DualEncoder)
+    for side in (dpr.encoder.query, dpr.encoder.passage):
+        assert (side.pooling, side.format, side.max_length) == ("cls", "dpr", 256)
+    contriever = build_retriever("contriever", model=str(tiny_models.bert))
+    assert isinstance(contriever.encoder, TransformersEncoder)
+    assert (contriever.encoder.pooling, contriever.encoder.format, contriever.encoder.max_length) == ("mean", "title_text", 512)
+    st = build_retriever("st", model=str(tiny_models.st), index="hnsw", hnsw_m=8)
+    assert isinstance(st.encoder, SentenceTransformerEncoder) and st.index_config.hnsw_m == 8
+    minilm = build_retriever("minilm")
+    assert minilm.encoder.ref.label == "sentence-transformers/all-MiniLM-L6-v2" and minilm.encoder.ref.local
+    with pytest.raises(HarnessError, match="model"):
+        build_retriever("st")
+    with pytest.raises(HarnessError, match="query_model"):
+        build_retriever("dense")
+    with pytest.raises(HarnessError, match="no option"):
+        build_retriever("dpr-nq", pooling="mean")
+    with pytest.raises(HarnessError, match="pooling"):
+        build_retriever("dense", query_model=str(tiny_models.bert), pooling="max")
+
+
+def test_dense_retriever_keeps_the_retriever_contract(dense_plugin, tiny_models, tmp_path):
+    from harness.testing import check_retriever
+
+    check = check_retriever("dense", options={"query_model": str(tiny_models.dpr_question),
+                                              "passage_model": str(tiny_models.dpr_ctx), "device": "cpu"},
+                            cache_dir=tmp_path, k=5)
+    assert len(check.rankings) == 4 and all(len(r) == 5 for r in check.rankings)
+    assert check.parameters["similarity"] == "inner_product" and check.parameters["index"] == "flat"
+
+
+def test_search_ranks_by_inner_product_of_the_encoders_vectors(tiny_models, tmp_path):
+    from harness_builtins.dense.retriever import build_retriever
+
+    retriever = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question),
+                                passage_model=str(tiny_models.dpr_ctx), shard_size=3, device="cpu")
+    suite = tiny_suite()
+    retriever.index(suite.corpus, context(tmp_path))
+    queries = [q.text for q in suite.questions]
+    hits = retriever.search(queries, 4, context(tmp_path))
+    passages = retriever.encoder.passage.encode_passages([(t, x) for _, t, x in PASSAGES])
+    scores = retriever.encoder.query.encode_queries(queries) @ passages.astype(np.float16).astype(np.float32).T
+    for ranking, row in zip(hits, scores):
+        best = np.argsort(-row)[:4]
+        assert [h.passage_id for h in ranking] == [PASSAGES[i][0] for i in best]
+        np.testing.assert_allclose([h.score for h in ranking], row[best], rtol=1e-4, atol=1e-4)
+    assert retriever.search([], 3, context(tmp_path)) == []
+
+
+def test_parameters_record_what_changes_the_ranking(tiny_models):
+    from harness_builtins.dense.retriever import build_retriever
+
+    params = build_retriever("dense", query_model=str(tiny_models.dpr_question), passage_model=str(tiny_models.dpr_ctx),
+                             device="cpu", index="hnsw").parameters()
+    assert params["query_model"].startswith("dpr-question (sha256:") and params["passage_model"].startswith("dpr-ctx (")
+    assert {k: params[k] for k in ("pooling", "format", "max_length", "precision", "similarity", "index")} == {
+        "pooling": "cls", "format": "dpr", "max_length": 256, "precision": "fp32", "similarity": "inner_product",
+        "index": "hnsw"}
+    assert {"hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "hnsw_metric"} <= set(params)
+    assert "batch_size" not in params and "device" not in params and "shard_size" not in params
+    json.dumps(params, allow_nan=False)
+    mean = build_retriever("dense", query_model=str(tiny_models.bert), pooling="mean", device="cpu").parameters()
+    assert mean["pooling"] == "mean" and mean["query_model"] == mean["passage_model"]
+    st = build_retriever("minilm").parameters()
+    assert st["query_model"].startswith("sentence-transformers/all-MiniLM-L6-v2 (sha256:")
+    assert st["backend"] == "sentence-transformers" and st["index"] == "flat"
+
+
+def test_encoder_adaptation_pairs_reuse_the_passage_embeddings(tiny_models, tmp_path):
+    """The dense preset pairs any question encoder with any passage encoder; pairs sharing a
+    passage encoder share its cached embeddings."""
+    from harness_builtins.dense.retriever import build_retriever
+
+    suite = tiny_suite()
+    native = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question), passage_model=str(tiny_models.dpr_ctx))
+    adapted = build_retriever("dense", query_model=str(tiny_models.bert), passage_model=str(tiny_models.dpr_ctx))
+    native.index(suite.corpus, context(tmp_path))
+    calls = []
+    original = adapted.encoder.passage.encode_passages
+    adapted.encoder.passage.encode_passages = lambda batch: calls.append(len(batch)) or original(batch)
+    adapted.index(suite.corpus, context(tmp_path))
+    assert calls == []  # reused the ctx encoder's embeddings
+    assert len(list((tmp_path / "dense").iterdir())) == 1
+    q = [x.text for x in suite.questions]
+    assert len(adapted.search(q, 3, context(tmp_path))[0]) == 3
+    assert adapted.parameters()["query_model"].startswith("bert (")
+
+
+def test_matrix_evaluates_every_pair_encoding_each_passage_side_once(dense_plugin, tiny_models, tmp_path, monkeypatch):
+    from harness.evaluate import evaluate
+    from harness_builtins.dense import embeddings, matrix
+
+    encoded: list[str] = []
+    original = embeddings._build_shards
+    monkeypatch.setattr(embeddings, "_build_shards",
+                        lambda encoder, *a, **kw: encoded.append(encoder.identity()) or original(encoder, *a, **kw))
+    models = [
+        matrix.MatrixModel(label="dpr", retriever="dpr-nq",
+                           options={"query_model": str(tiny_models.dpr_question), "passage_model": str(tiny_models.dpr_ctx)}),
+        str(tiny_models.bert),  # a directory: one shared encoder
+        str(tiny_models.st),  # a sentence-transformers directory
+    ]
+    suite = tiny_suite()
+    result = matrix.encoder_matrix(models, suite, k=(1, 5), cache_dir=tmp_path, show_progress=False,
+                                   options={"device": "cpu"})
+    assert result.query_labels == ["dpr", "bert", "st"] == result.passage_labels
+    assert len(encoded) == 3 and len(set(encoded)) == 3  # each passage side encoded once
+    assert all(result.accuracy[q, p] is not None for q in result.query_labels for p in result.passage_labels)
+    table = result.table(5)
+    assert [row[0] for row in table] == ["dpr", "bert", "st"] and len(table[0]) == 4
+    markdown = result.to_markdown()
+    assert "top-1: Q \\ P" in markdown and "top-5: Q \\ P" in markdown
+    # a diagonal cell is the model run on its own: same ranks, same recorded configuration
+    import harness.registry
+    from harness.registry import suites
+
+    monkeypatch.setitem(harness.registry._cache, "suites", _with_suite(suites(), suite))
+    alone = evaluate("dense", "tiny", k=(1, 5), cache_dir=tmp_path, show_progress=False,
+                     options={"query_model": str(tiny_models.bert), "device": "cpu"})
+    diagonal = result.results["bert", "bert"]
+    assert alone["first_hit_ranks"] == diagonal["first_hit_ranks"]
+    assert alone["retriever"]["name"] == diagonal["retriever"]["name"] == "dense"
+    assert alone["retriever"]["parameters"] == diagonal["retriever"]["parameters"]
+    assert {int(k): v for k, v in alone["metrics"]["accuracy"]["macro"].items()} == result.accuracy["bert", "bert"]
+    assert len(encoded) == 3  # and reused the matrix's embeddings
+    cell = result.results["dpr", "bert"]
+    assert cell["retriever"]["name"] == "dense" and cell["encoder_adaptation"] == {"query": "dpr", "passage": "bert"}
+    from harness.results import validate
+
+    validate(cell, source="matrix cell")
+    ranks = cell["first_hit_ranks"]
+    assert set(ranks) == {"a", "b"}
+
+
+def _with_suite(registry, suite):
+    from harness.registry import Entry, Registry
+    from harness.types import SuiteSpec
+
+    entries = dict(registry._entries)
+    entries[suite.name] = Entry(SuiteSpec(name=suite.name, description="tiny", load=lambda: suite), "tests")
+    return Registry("suites", entries)
+
+
+def test_matrix_marks_incompatible_sizes(tiny_models, tmp_path, monkeypatch):
+    from harness_builtins.dense import matrix
+    from harness_builtins.dense.encoders import TransformersEncoder
+
+    original = TransformersEncoder.encode_features
+
+    def wider(self, features, *, sort=True):  # the bert model pretends to be 64-d
+        out = original(self, features, sort=sort)
+        return np.hstack([out, out]) if "bert" in self.ref.name_or_path else out
+
+    monkeypatch.setattr(TransformersEncoder, "encode_features", wider)
+    result = matrix.encoder_matrix([str(tiny_models.bert), str(tiny_models.dpr_ctx)], tiny_suite(), k=(1,),
+                                   cache_dir=tmp_path, show_progress=False, options={"device": "cpu"})
+    assert result.accuracy["bert", "dpr-ctx"] is None and result.accuracy["dpr-ctx", "bert"] is None
+    assert result.accuracy["bert", "bert"] is not None and "-" in result.to_markdown()
+
+
+def test_a_module_preset_plugs_an_encoder_in_through_build_encoder(tmp_path, monkeypatch):
+    """Any module's build_encoder(**options) returning an Encoder gets the whole engine."""
+    from harness_builtins.dense import presets
+    from harness_builtins.dense.retriever import build_retriever
+    from test_dense_cache import HashEncoder
+
+    seen = {}
+
+    def build_encoder(**options):
+        seen.update(options)
+        return HashEncoder(dim=16, tag="fake-module")
+
+    module = types.ModuleType("fake_encoder_module")
+    module.build_encoder = build_encoder
+    monkeypatch.setitem(sys.modules, "fake_encoder_module", module)
+    preset = presets.Preset(name="fake", description="", backend="module", module="fake_encoder_module",
+                            defaults={"query_model": None, "max_length": None})
+    retriever = build_retriever(preset, query_model="q-dir", device="cpu")
+    assert seen == {"query_model": "q-dir", "max_length": None, "batch_size": None, "device": "cpu", "precision": "auto"}
+    suite = tiny_suite()
+    retriever.index(suite.corpus, context(tmp_path))
+    hits = retriever.search(["anything"], 3, context(tmp_path))
+    assert len(hits[0]) == 3 and retriever.parameters()["encoder"] == "fake-module/16"
+
+
+def test_realm_and_art_presets_call_their_encoder_classes(tiny_models, tmp_path, monkeypatch):
+    """The realm / art presets hand their options to RealmEncoder / ArtEncoder.from_pretrained
+    (stand-ins here; dense/realm.py and dense/art.py are tested on their own), and are registered
+    exactly when those modules exist."""
+    from harness_builtins.dense import presets
+    from harness_builtins.dense.retriever import build_retriever
+    from test_dense_cache import HashEncoder
+
+    calls = []
+
+    class FakeEncoder(HashEncoder):
+        @classmethod
+        def from_pretrained(cls, path, **kwargs):
+            calls.append((cls.__name__, path, kwargs))
+            return cls(dim=8, tag=cls.__name__)
+
+    realm = types.ModuleType("harness_builtins.dense.realm")
+    realm.RealmEncoder = type("RealmEncoder", (FakeEncoder,), {})
+    art = types.ModuleType("harness_builtins.dense.art")
+    art.ArtEncoder = type("ArtEncoder", (FakeEncoder,), {})
+    monkeypatch.setitem(sys.modules, "harness_builtins.dense.realm", realm)
+    monkeypatch.setitem(sys.modules, "harness_builtins.dense.art", art)
+    build_retriever("realm", query_model=str(tiny_models.bert), passage_model=str(tiny_models.bert_other),
+                    device="cpu", batch_size=4)
+    assert calls[-1] == ("RealmEncoder", str(tiny_models.bert),
+                         {"passage_path": str(tiny_models.bert_other), "device": "cpu", "batch_size": 4})
+    retriever = build_retriever("art", model=str(tiny_models.bert), device="cpu")
+    assert calls[-1] == ("ArtEncoder", str(tiny_models.bert), {"device": "cpu", "max_length": 256})
+    retriever.index(tiny_suite().corpus, context(tmp_path))
+    assert len(retriever.search(["q"], 2, context(tmp_path))[0]) == 2
+    with pytest.raises(HarnessError, match="model"):
+        build_retriever("art", device="cpu")
+    names = set(presets.available_presets())
+    for name in ("realm", "art"):
+        assert (name in names) == presets.module_available(f"harness_builtins.dense.{name}")
+    monkeypatch.setattr(presets, "module_available", lambda module: False)
+    assert not {"realm", "art"} & set(presets.available_presets())
+
+
+@pytest.mark.slow
+def test_minilm_on_the_demo_suite(dense_plugin, tmp_path):
+    """MiniLM (offline) end to end on the synthetic demo suite (7,754 passages: minutes on 2 cores)."""
+    from harness.evaluate import evaluate
+
+    result = evaluate("minilm", "demo", cache_dir=tmp_path, show_progress=False, options={"device": "cpu"})
+    macro = result["metrics"]["accuracy"]["macro"]
+    print("\nminilm on demo, macro top-k:", {k: round(100 * v, 2) for k, v in macro.items()}, result["timings"])
+    assert macro["1"] <= macro["5"] <= macro["20"] <= macro["100"]
+    assert macro["20"] > 0.3  # random ranking would give about 20 / 7754
+    assert result["retriever"]["parameters"]["query_model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    (cache,) = (tmp_path / "dense").iterdir()
+    meta = json.loads((cache / "meta.json").read_text())
+    assert meta["complete"] and meta["passages"] == result["suite"]["corpus"]["passages"] and meta["dim"] == 384
