@@ -9,12 +9,12 @@ result it came from. When several results share a suite and configuration, the n
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
-from harness.report import format_parameters
 from harness.results import Result
 
 LEADERBOARD_K: tuple[int, ...] = (1, 5, 20, 100)
@@ -28,6 +28,24 @@ top k passages' text contains an answer); for suites with several parts, the unw
 parts. Suites marked SYNTHETIC are generated data: their numbers are not comparable with any
 published benchmark.
 """
+
+
+_MAX_VALUE = 48
+
+
+def summarize_parameters(parameters: Mapping[str, Any]) -> str:
+    """A short, deterministic summary for a table cell (the result file has them all): nested
+    retrievers by name, long values cut with an ellipsis."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return str(v["name"]) if "name" in v else "{…}"
+        if isinstance(v, (list, tuple)):
+            return "+".join(value(x) for x in v)
+        text = str(v)
+        return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+
+    return ", ".join(f"{k}={value(v)}" for k, v in parameters.items() if not (isinstance(v, Mapping) and "name" not in v))
 
 
 def _newest(results: Sequence[Result]) -> list[Result]:
@@ -74,7 +92,7 @@ def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) ->
         detail += f"; {first['corpus']['passages']} passages ({first['corpus']['name']}); {first['match']} matching."
         out.append(detail + "\n")
         table = [
-            [r.retriever, format_parameters(r.parameters)] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
+            [r.retriever, summarize_parameters(r.parameters)] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
             for r, macro in rows
         ]
         headers = ["retriever", "parameters"] + [f"top-{k}" for k in LEADERBOARD_K] + ["result"]

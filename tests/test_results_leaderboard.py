@@ -170,3 +170,16 @@ def test_results_deeper_than_depth_are_dashes(tmp_path):
     markdown = _board(tmp_path, [shallow])
     (row,) = cells(markdown)
     assert row[2:6] == ["50.00", "100.00", "–", "–"]
+
+
+def test_leaderboard_parameters_are_summarized():
+    from harness.leaderboard import summarize_parameters
+
+    params = {
+        "alpha": 1.3,
+        "sparse": {"name": "bm25", "parameters": {"k1": 0.9}},
+        "components": [{"name": "bm25"}, {"name": "minilm"}],
+        "model": "x" * 100,
+        "nested": {"a": 1},
+    }
+    assert summarize_parameters(params) == f"alpha=1.3, sparse=bm25, components=bm25+minilm, model={'x' * 47}…"
