@@ -23,7 +23,7 @@ from harness.errors import HarnessError
 from harness.matching import MATCHER_VERSION
 from harness.progress import progress
 from harness.results import SCHEMA
-from harness.scoring import first_hit_ranks, macro_average
+from harness.scoring import first_hit_ranks, macro_average, ranks_by_part
 from harness.types import Corpus, Hit, Question, Retriever, RunContext, Suite
 
 #: Queries handed to a retriever per ``search`` call (progress is reported between batches).
@@ -103,13 +103,7 @@ def score_suite(
     """First-hit ranks per part and question id, for rankings aligned with ``suite.questions``."""
     lookup = _text_lookup(suite.corpus, retriever_name)
     ids = [[hit.passage_id for hit in ranking] for ranking in rankings]
-    ranks = first_hit_ranks(suite.questions, ids, lookup, mode=suite.match)
-    by_part: dict[str, dict[str, int | None]] = {}
-    position = 0
-    for part in suite.parts:
-        by_part[part.name] = {q.id: ranks[position + i] for i, q in enumerate(part.questions)}
-        position += len(part.questions)
-    return by_part
+    return ranks_by_part(suite.parts, first_hit_ranks(suite.questions, ids, lookup, mode=suite.match))
 
 
 def compute_metrics(
@@ -127,26 +121,14 @@ def compute_metrics(
     return out
 
 
-def evaluate(
-    retriever: str,
-    suite: str,
-    *,
-    k: Sequence[int] | None = None,
-    options: Mapping[str, Any] | None = None,
-    metrics: Sequence[str] = ("accuracy",),
-    cache_dir: str | os.PathLike | None = None,
-    threads: int | None = None,
-    show_progress: bool = True,
-) -> dict[str, Any]:
+def evaluate(retriever: str, suite: str, **kwargs: Any) -> dict[str, Any]:
     """Run retriever ``retriever`` on suite ``suite`` and return the result document (not written).
 
-    ``k`` defaults to the suite's default cutoffs; the retriever is asked for ``max(k)`` passages
-    per question. ``options`` are passed to the retriever's loader.
+    Keyword arguments are :func:`run_evaluation`'s: ``k`` (default: the suite's cutoffs; the
+    retriever is asked for ``max(k)`` passages per question), ``options`` (passed to the
+    retriever's loader), ``metrics``, ``cache_dir``, ``threads``, ``show_progress``.
     """
-    return run_evaluation(
-        retriever, suite, k=k, options=options, metrics=metrics, cache_dir=cache_dir,
-        threads=threads, show_progress=show_progress,
-    ).result
+    return run_evaluation(retriever, suite, **kwargs).result
 
 
 @dataclass(frozen=True)
@@ -169,7 +151,8 @@ def run_evaluation(
     threads: int | None = None,
     show_progress: bool = True,
 ) -> Evaluation:
-    """:func:`evaluate`, keeping the suite and the rankings (with scores) for saving the run."""
+    """Run a retriever on a suite: the result document, plus the suite and the rankings (with
+    scores) for saving the run."""
     timer = Timer()
     retriever_entry = registry.retrievers().entry(retriever)
     argument = retriever.partition(":")[2] if retriever_entry.spec.name != retriever else None

@@ -69,6 +69,7 @@ from typing import Any
 
 from harness.atomic import write_text_atomic
 from harness.errors import HarnessError, InputFileError
+from harness.scoring import ranks_by_part
 from harness.types import Corpus, Hit, MatchMode, Question, Suite
 
 RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
@@ -552,12 +553,7 @@ def first_hit_ranks_for_run(
 def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
     """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`)."""
     ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
-    by_part: dict[str, dict[str, int | None]] = {}
-    position = 0
-    for part in suite.parts:
-        by_part[part.name] = {q.id: ranks[position + i] for i, q in enumerate(part.questions)}
-        position += len(part.questions)
-    return by_part
+    return ranks_by_part(suite.parts, ranks)
 
 
 def flag_disagreements(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from harness.types import FirstHitRanks, MatchMode, Question
+from harness.types import FirstHitRanks, MatchMode, Part, Question
 
 #: Looks a passage's text up by id (the text only: titles are never matched).
 TextLookup = Callable[[str], str]
@@ -46,6 +46,18 @@ def first_hit_ranks(
                 break
         ranks.append(rank)
     return ranks
+
+
+def ranks_by_part(parts: Sequence[Part], ranks: Sequence[int | None]) -> dict[str, dict[str, int | None]]:
+    """Split ranks aligned with all questions, part by part, into ``{part: {question id: rank}}``."""
+    by_part: dict[str, dict[str, int | None]] = {}
+    position = 0
+    for part in parts:
+        by_part[part.name] = {q.id: ranks[position + i] for i, q in enumerate(part.questions)}
+        position += len(part.questions)
+    if position != len(ranks):
+        raise ValueError(f"{len(ranks)} ranks for {position} questions")
+    return by_part
 
 
 def top_k_accuracy(ranks: FirstHitRanks, k: int) -> float:
