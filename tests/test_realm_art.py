@@ -694,3 +694,21 @@ def test_art_wrong_files(tmp_path):
         ArtEncoder.from_pretrained(converted)
     assert_one_line_error(err.value, "model.safetensors", "missing key 'encoder.ln.bias'")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# ----------------------------------------------------------------------------------------------
+# The `realm` and `art` presets load these directories through the same loader as hub ids
+# ----------------------------------------------------------------------------------------------
+
+
+def test_art_and_realm_presets_load_local_directories(art_converted, realm_dirs):
+    from harness.testing import check_retriever
+
+    art = check_retriever("art", options={"model": str(art_converted["out"])}, k=3)
+    assert art.parameters and len(art.rankings) == 4
+    realm = check_retriever(
+        "realm",
+        options={"query_model": str(realm_dirs["orqa"]), "passage_model": str(realm_dirs["pretrained"])},
+        k=3,
+    )
+    assert realm.parameters and len(realm.rankings) == 4

@@ -54,7 +54,7 @@ def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
 
 
 @click.command("run")
-@click.option("--retriever", "-r", required=True, help="Retriever name (see `harness list retrievers`).")
+@click.option("--retriever", "-r", default=None, help="Retriever name (see `harness list retrievers`).")
 @click.option("--suite", "-s", required=True, help="Suite name (see `harness list suites`).")
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's, usually 1,5,20,100).")
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A retriever option, e.g. -o k1=1.2 (repeatable).")
@@ -62,14 +62,25 @@ def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for indexing and search (default: all cores).")
+@click.option("--query-encoder", default=None, help="Encoder adaptation: this model's question encoder (with --passage-encoder; a dense preset or a directory).")
+@click.option("--passage-encoder", default=None, help="Encoder adaptation: this model's passage encoder (with --query-encoder).")
 @click.option("--save-run", is_flag=True, help="Also write the ranking as a TREC run and a DPR results JSON.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True, help="Where --save-run writes.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, save_run, runs_dir, no_progress) -> None:
+def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, query_encoder, passage_encoder, save_run, runs_dir, no_progress) -> None:
     """Evaluate RETRIEVER on SUITE with the DPR protocol and record the result.
 
     Example: harness run --retriever bm25 --suite demo
     """
+    options = parse_options(options)
+    if query_encoder or passage_encoder:
+        # Sugar for the dense plugin's `adapt` retriever.
+        if retriever or not (query_encoder and passage_encoder):
+            raise HarnessError("--query-encoder and --passage-encoder go together, instead of --retriever")
+        retriever = "adapt"
+        options.update(query_encoder=query_encoder, passage_encoder=passage_encoder)
+    if not retriever:
+        raise HarnessError("--retriever is required (see `harness list retrievers`)")
     from harness.evaluate import run_evaluation
     from harness.report import format_result_table
     from harness.results import write_result
@@ -78,7 +89,7 @@ def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, th
         retriever,
         suite,
         k=parse_k_option(k_values),
-        options=parse_options(options),
+        options=options,
         metrics=list(metrics) or ["accuracy"],
         cache_dir=cache_dir,
         threads=threads,

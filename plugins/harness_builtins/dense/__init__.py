@@ -20,7 +20,7 @@ import functools
 from harness import hookimpl
 from harness.types import RetrieverSpec
 
-from harness_builtins.dense.presets import Preset, available_presets
+from harness_builtins.dense.presets import ENGINE_OPTIONS, Preset, available_presets
 
 
 def load(preset: Preset, **options):
@@ -40,6 +40,20 @@ def register_retrievers(register):
                 options=preset.options,
             )
         )
+    register(
+        RetrieverSpec(
+            name="adapt",
+            description="encoder adaptation: -o query_encoder=MODEL -o passage_encoder=MODEL (presets or directories)",
+            load=_load_adapted,
+            options={"query_encoder": None, "passage_encoder": None, **ENGINE_OPTIONS},
+        )
+    )
+
+
+def _load_adapted(**options):
+    from harness_builtins.dense.adapt import build_adapted
+
+    return build_adapted(**options)
 
 
 @hookimpl

@@ -1,0 +1,48 @@
+"""Encoder adaptation on the demo suite: one pair via `harness run --query-encoder/--passage-encoder`,
+and the whole Q x P matrix via `harness matrix`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from harness.cli.main import main
+from test_dense_models import tiny_models  # noqa: F401  (session fixture)
+
+
+def test_query_encoder_of_one_model_with_passage_encoder_of_another(capsys, tmp_path, tiny_models):  # noqa: F811
+    from harness_builtins.dense.adapt import build_adapted
+
+    pair = build_adapted(query_encoder=str(tiny_models.bert), passage_encoder=str(tiny_models.bert_other))
+    alone_q = build_adapted(query_encoder=str(tiny_models.bert), passage_encoder=str(tiny_models.bert))
+    alone_p = build_adapted(query_encoder=str(tiny_models.bert_other), passage_encoder=str(tiny_models.bert_other))
+    question, passage = ["who founded quorvex?"], [("Quorvex", "Quorvex was founded by Mirela Quast.")]
+    assert np.allclose(pair.encoder.encode_queries(question), alone_q.encoder.encode_queries(question))
+    assert np.allclose(pair.encoder.encode_passages(passage), alone_p.encoder.encode_passages(passage))
+    assert not np.allclose(pair.encoder.encode_queries(question), alone_p.encoder.encode_queries(question))
+
+    code = main(["run", "--query-encoder", str(tiny_models.bert), "--passage-encoder", str(tiny_models.bert_other),
+                 "-s", "demo", "--k", "1,20", "--no-progress",
+                 "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
+    assert data["retriever"]["name"] == "adapt"
+    assert data["retriever"]["parameters"]["query_model"] != data["retriever"]["parameters"]["passage_model"]
+
+    # the matrix on demo: each passage side encoded once, reusing the run's embedding cache
+    code = main(["matrix", "--suite", "demo", "--models", f"{tiny_models.bert},{tiny_models.bert_other}",
+                 "--k", "20", "--no-progress", "--cache-dir", str(tmp_path / "c"), "--results-dir", str(tmp_path / "m")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "top-20" in out and "bert-other" in out
+    cells = [json.loads(p.read_text()) for p in (tmp_path / "m").glob("*.json")]
+    assert len(cells) == 4
+    off_diagonal = [c for c in cells if c["encoder_adaptation"] == {"query": "bert", "passage": "bert-other"}]
+    assert off_diagonal[0]["first_hit_ranks"] == data["first_hit_ranks"] or data["depth"] != off_diagonal[0]["depth"]
+
+
+def test_the_flags_go_together(capsys):
+    assert main(["run", "--query-encoder", "minilm", "-s", "demo"]) == 2
+    assert "go together" in capsys.readouterr().err
+    assert main(["run", "-r", "bm25", "--query-encoder", "a", "--passage-encoder", "b", "-s", "demo"]) == 2
