@@ -167,3 +167,20 @@ def test_squad_dev_paragraphs_offline_names_the_download(capsys, data_dir, monke
     err = capsys.readouterr().err
     assert code == 2 and "https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json" in err
     assert str(data_dir / "squad" / "dev-v1.1.json") in err
+
+
+def test_data_split_writes_dpr_passages(capsys, tmp_path):
+    articles = tmp_path / "articles.jsonl"
+    words = " ".join(f"w{i}" for i in range(250))
+    articles.write_text(json.dumps({"title": "Long", "text": words}) + "\n" + json.dumps({"title": "Short", "text": "a b c"}) + "\n")
+    out = tmp_path / "passages.tsv"
+    assert main(["data", "split", str(articles), str(out)]) == 0
+    assert "wrote 4 passages" in capsys.readouterr().out
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == ["id", "text", "title"]
+    assert [(r[0], len(r[1].split()), r[2]) for r in rows[1:]] == [("1", 100, "Long"), ("2", 100, "Long"), ("3", 50, "Long"), ("4", 3, "Short")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "x"}\n')
+    assert main(["data", "split", str(bad), str(tmp_path / "o.tsv")]) == 2
+    assert f"{bad}:1:" in capsys.readouterr().err and not (tmp_path / "o.tsv").exists()
