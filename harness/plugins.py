@@ -74,7 +74,7 @@ def _distribution(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "?", dist.version or "?"
 
 
-def _unknown_hooks(manager: pluggy.PluginManager, plugin: object) -> list[str]:
+def _unknown_hooks(plugin: object) -> list[str]:
     known = {name for name in vars(hookspecs) if name.startswith("register_")}
     names = []
     for attr in dir(plugin):
@@ -86,7 +86,7 @@ def _unknown_hooks(manager: pluggy.PluginManager, plugin: object) -> list[str]:
 
 def register_plugin(manager: pluggy.PluginManager, module: object, name: str) -> None:
     """Register ``module`` under ``name``; a hook implementation harness does not define is an error."""
-    unknown = _unknown_hooks(manager, module)
+    unknown = _unknown_hooks(module)
     if unknown:
         raise PluginError(f"plugin {name!r} implements unknown hook(s) {', '.join(unknown)}")
     manager.register(module, name=name)
