@@ -1,4 +1,5 @@
-"""Run files: read, write and score a retrieval run made elsewhere ("bring your own run").
+"""Run files: read and score a retrieval run made elsewhere ("bring your own run"); writers are in
+:mod:`harness.run_writers`.
 
 Three formats (PROTOCOL section 4):
 
@@ -67,7 +68,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import write_text_atomic
 from harness.errors import HarnessError, InputFileError
 from harness.scoring import ranks_by_part
 from harness.types import Corpus, Hit, MatchMode, Question, Suite
@@ -477,7 +477,7 @@ def read_run(
 # ---- scoring --------------------------------------------------------------------------------
 
 
-def _check_aligned(run: Run, questions: Sequence[Question]) -> None:
+def check_aligned(run: Run, questions: Sequence[Question]) -> None:
     if list(run.rankings) != [q.id for q in questions]:
         raise ValueError("run is not aligned with these questions; read it with read_run(path, questions)")
 
@@ -511,7 +511,7 @@ def first_hit_ranks_for_run(
     """
     from harness.scoring import first_hit_ranks
 
-    _check_aligned(run, suite_questions)
+    check_aligned(run, suite_questions)
     _warn(run, len(suite_questions))
     # Keys handed to first_hit_ranks, which prepares each distinct key once: "t<n>" for a
     # distinct carried text, "c<id>" for a corpus passage.
@@ -567,7 +567,7 @@ def flag_disagreements(
     """
     from harness.matching import AnswerMatcher, prepare
 
-    _check_aligned(run, suite_questions)
+    check_aligned(run, suite_questions)
     prepared: dict[str, str] = {}
     out = []
     for question in suite_questions:
@@ -575,7 +575,7 @@ def flag_disagreements(
         for position, hit in enumerate(run.rankings[question.id]):
             if hit.has_answer is None:
                 continue
-            text = hit.text if hit.text is not None else _corpus_passage(corpus, hit.passage_id, run).text
+            text = hit.text if hit.text is not None else corpus_passage(corpus, hit.passage_id, run).text
             key = text
             if key not in prepared:
                 prepared[key] = prepare(text, mode)
@@ -585,152 +585,14 @@ def flag_disagreements(
     return out
 
 
-# ---- writing --------------------------------------------------------------------------------
-
-
-def _corpus_passage(corpus: Corpus | None, passage_id: str, run: Run):
+def corpus_passage(corpus: Corpus | None, passage_id: str, run: Run):
+    """The passage ``passage_id`` of ``corpus``, for runs that carry no text."""
     if corpus is None:
         raise HarnessError(f"passage {passage_id!r}: no text in the run and no corpus given")
     try:
         return corpus.get(passage_id)
     except KeyError:
         raise HarnessError(f"passage {passage_id!r} is not in corpus {corpus.name!r}") from None
-
-
-def _score_text(score: float) -> str:
-    return repr(float(score))
-
-
-# One question per line: json's C encoder is only used without ``indent``, and DPR-sized files
-# (thousands of questions, 100 passages each) take many times longer to write indented.
-
-
-def _json_list(items: Sequence[Any]) -> str:
-    return "[\n" + ",\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n]\n"
-
-
-def _json_object(mapping: Mapping[str, Any]) -> str:
-    body = ",\n".join(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}" for key, value in mapping.items())
-    return "{\n" + body + "\n}\n"
-
-
-def write_trec(path: str | Path, run: Run, *, tag: str = "harness") -> Path:
-    """Write ``run`` as a TREC run (ranks from 1; questions without hits have no lines)."""
-    if not tag or any(c.isspace() for c in tag):
-        raise ValueError(f"TREC run tag must be one word, got {tag!r}")
-    lines = []
-    for qid, hits in run.rankings.items():
-        if not qid or any(c.isspace() for c in qid):
-            raise HarnessError(f"question id {qid!r} cannot be written to a TREC run (whitespace)")
-        for rank, hit in enumerate(hits, start=1):
-            if any(c.isspace() for c in hit.passage_id):
-                raise HarnessError(f"passage id {hit.passage_id!r} cannot be written to a TREC run (whitespace)")
-            lines.append(f"{qid} Q0 {hit.passage_id} {rank} {_score_text(hit.score)} {tag}\n")
-    return write_text_atomic(path, "".join(lines))
-
-
-def _title_text(hit: RunHit, corpus: Corpus | None, run: Run) -> tuple[str, str]:
-    if corpus is not None:
-        passage = _corpus_passage(corpus, hit.passage_id, run)
-        return passage.title, passage.text
-    if hit.text is None:
-        raise HarnessError(f"passage {hit.passage_id!r}: no text in the run and no corpus given")
-    return hit.title or "", hit.text
-
-
-def _flags(question: Question, texts: Sequence[str], mode: MatchMode, cache: dict[str, str]) -> list[bool]:
-    from harness.matching import AnswerMatcher, prepare
-
-    matcher = AnswerMatcher(question.answers, mode=mode)
-    out = []
-    for text in texts:
-        prepared = cache.get(text)
-        if prepared is None:
-            prepared = cache[text] = prepare(text, mode)
-        out.append(matcher.matches_prepared(prepared))
-    return out
-
-
-def write_dpr_json(
-    path: str | Path,
-    run: Run,
-    questions: Sequence[Question],
-    corpus: Corpus | None,
-    *,
-    mode: MatchMode,
-    id_prefix: str = "",
-) -> Path:
-    """Write ``run`` as DPR results JSON, one item per question in order (as DPR's ``save_results``).
-
-    Titles and texts come from ``corpus`` (or, with ``corpus=None``, from the run); ``has_answer``
-    is computed with :mod:`harness.matching` on the text only, as DPR does; scores are written as
-    strings, as DPR does. ``id_prefix="wiki:"`` writes ids the way current DPR does.
-    """
-    _check_aligned(run, questions)
-    cache: dict[str, str] = {}
-    items = []
-    for question in questions:
-        hits = run.rankings[question.id]
-        passages = [_title_text(hit, corpus, run) for hit in hits]
-        flags = _flags(question, [text for _title, text in passages], mode, cache)
-        items.append(
-            {
-                "question": question.text,
-                "answers": list(question.answers),
-                "ctxs": [
-                    {
-                        "id": id_prefix + hit.passage_id,
-                        "title": title,
-                        "text": text,
-                        "score": _score_text(hit.score),
-                        "has_answer": flag,
-                    }
-                    for hit, (title, text), flag in zip(hits, passages, flags)
-                ],
-            }
-        )
-    return write_text_atomic(path, _json_list(items))
-
-
-def write_pyserini_json(
-    path: str | Path,
-    run: Run,
-    questions: Sequence[Question],
-    corpus: Corpus | None,
-    *,
-    mode: MatchMode,
-    store_text: bool = True,
-    has_answer: bool = True,
-) -> Path:
-    """Write ``run`` as pyserini's DPR-run JSON (as ``convert_trec_run_to_dpr_retrieval_run.py``).
-
-    Keys are question ids; questions without hits are left out (pyserini only writes questions
-    its TREC run has). ``store_text`` stores ``title + "\\n" + text`` (pyserini's ``--store-raw``);
-    ``has_answer`` adds flags computed on the text only (as pyserini's converter does). Titles
-    and texts containing a newline are refused: pyserini's format cannot hold them.
-    """
-    _check_aligned(run, questions)
-    cache: dict[str, str] = {}
-    out: dict[str, Any] = {}
-    for question in questions:
-        hits = run.rankings[question.id]
-        if not hits:
-            continue
-        passages = [_title_text(hit, corpus, run) for hit in hits] if (store_text or has_answer) else []
-        for hit, (title, text) in zip(hits, passages):
-            if "\n" in title or "\n" in text:
-                raise HarnessError(f"passage {hit.passage_id!r}: a newline in its title or text cannot be stored as title\\ntext")
-        flags = _flags(question, [text for _title, text in passages], mode, cache) if has_answer else []
-        contexts = []
-        for i, hit in enumerate(hits):
-            ctx: dict[str, Any] = {"docid": hit.passage_id, "score": _score_text(hit.score)}
-            if store_text:
-                ctx["text"] = passages[i][0] + "\n" + passages[i][1]
-            if has_answer:
-                ctx["has_answer"] = flags[i]
-            contexts.append(ctx)
-        out[question.id] = {"question": question.text, "answers": list(question.answers), "contexts": contexts}
-    return write_text_atomic(path, _json_object(out))
 
 
 __all__ = [
@@ -744,7 +606,4 @@ __all__ = [
     "flag_disagreements",
     "read_run",
     "score_run",
-    "write_dpr_json",
-    "write_pyserini_json",
-    "write_trec",
 ]

@@ -41,10 +41,8 @@ from harness.runs import (
     flag_disagreements,
     read_run,
     score_run,
-    write_dpr_json,
-    write_pyserini_json,
-    write_trec,
 )
+from harness.run_writers import write_dpr_json, write_pyserini_json, write_trec
 from harness.scoring import first_hit_ranks, top_k_accuracy
 from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
 

@@ -42,7 +42,8 @@ def parse_options(values: tuple[str, ...]) -> dict[str, object]:
 def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
     """Write an evaluation's rankings as ``STEM.trec`` and ``STEM.dpr.json`` (DPR's results format,
     with passage titles, texts and has_answer flags)."""
-    from harness.runs import Run, write_dpr_json, write_trec
+    from harness.run_writers import write_dpr_json, write_trec
+    from harness.runs import Run
 
     suite = evaluation.suite
     run = Run.from_rankings(suite.questions, evaluation.rankings)
