@@ -20,7 +20,7 @@ from harness.registry import Registry
 from harness.types import InMemoryCorpus, Suite
 from harness_builtins.demo import generate_world, load_demo_suite
 from harness_builtins.demo.names import Zipf, fold
-from harness_builtins.demo.world import Entity, answers_of, contains, name_of
+from harness_builtins.demo.entities import Entity, answers_of, contains, name_of
 
 RELATIONS = ["P17", "P19", "P20", "P26", "P36", "P40", "P50", "P69", "P106", "P112", "P127", "P131",
              "P136", "P159", "P170", "P175", "P176", "P264", "P276", "P407", "P413", "P495", "P740",
