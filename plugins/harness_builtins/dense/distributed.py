@@ -43,18 +43,17 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.progress import progress as progress_bar
 from harness.types import Corpus
 
 from harness_builtins.dense.embeddings import (
-    CACHE_FORMAT,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_SHARD_SIZE,
-    DTYPE,
     META_FILE,
+    _build_shards,
     _write_json_atomic,
     cache_key,
     cache_path,
+    open_meta,
     shard_name,
 )
 from harness_builtins.dense.encoders import Encoder
@@ -158,45 +157,18 @@ def _shard_done(path: Path, shard: int) -> bool:
 
 
 def _prepare(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dict[str, Any]:
-    """``embed_corpus``'s opening: reuse a matching meta (complete or not), else start over."""
-    key = cache_key(identity, corpus.fingerprint)
-    meta_file = path / META_FILE
-    meta: dict[str, Any] | None = None
-    if meta_file.is_file():
-        try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            meta = None
-        if meta is not None and (meta.get("format") != CACHE_FORMAT or meta.get("key") != key):
-            meta = None
+    """``embed_corpus``'s opening (:func:`open_meta`), plus: a complete cache missing a shard is
+    reopened, and every shard temporary is removed (no rank is writing yet)."""
+    meta = open_meta(identity, corpus, path, shard_size)
     count = len(corpus)
-    if meta is not None and meta.get("passages") != count:
+    if meta.get("passages") != count:
         raise HarnessError(f"{path}: meta.json says {meta.get('passages')} passages, the corpus has {count}; delete it")
-    if meta is None:
-        path.mkdir(parents=True, exist_ok=True)
-        for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("index-*")]:
-            stale.unlink()
-        meta = {
-            "format": CACHE_FORMAT,
-            "key": key,
-            "encoder": identity,
-            "corpus": corpus.name,
-            "corpus_fingerprint": corpus.fingerprint,
-            "passages": count,
-            "shard_size": shard_size,
-            "shards": (count + shard_size - 1) // shard_size,
-            "dim": None,
-            "dtype": np.dtype(DTYPE).name,
-            "complete": False,
-            "created": datetime.now(timezone.utc).strftime(_STAMP),
-        }
-        _write_json_atomic(meta_file, meta)
-    elif meta.get("complete") and not all(_shard_done(path, s) for s in range(meta["shards"])):
+    if meta.get("complete") and not all(_shard_done(path, s) for s in range(meta["shards"])):
         meta["complete"] = False  # a shard was deleted: redo it
         meta.pop("finished", None)
         for stale in path.glob("index-*"):
             stale.unlink()  # built from the old vectors
-        _write_json_atomic(meta_file, meta)
+        _write_json_atomic(path / META_FILE, meta)
     # No rank of this job is writing yet, and one job builds a cache at a time: every shard
     # temporary here is a crashed run's (on any machine; a pid check would only see this one's).
     for tmp in [*path.glob(".emb-*.tmp"), *path.glob(".ids-*.tmp")]:
@@ -238,65 +210,17 @@ def _encode_shards(
     progress: bool,
     on_shard: Callable[[int], None] | None,
 ) -> list[int]:
-    """Encode the shards in ``todo`` (reading past every other passage); the shard loop of
-    ``embeddings._build_shards`` restricted to some shards and never writing ``meta.json``
+    """Encode the shards in ``todo`` with the cache's own shard loop, never writing ``meta.json``
     (ranks learn the dimension from their own vectors; rank 0 records it at the end)."""
-    count, sizes = meta["passages"], _sizes(meta)
-    dim: int | None = meta.get("dim")
-    passages = iter(corpus)
     done: list[int] = []
-    with progress_bar(total=sum(sizes[s] for s in todo), desc="dense encode", unit="psg", enabled=progress) as bar:
-        for s, size in enumerate(sizes):
-            if s not in todo:
-                if sum(1 for _ in zip(range(size), passages)) != size:
-                    raise HarnessError(f"corpus {corpus.name!r} yielded fewer passages than its length {count}")
-                continue
-            tmp_ids = path / f".{shard_name('ids', s)}.{os.getpid()}.tmp"
-            tmp_emb = path / f".{shard_name('emb', s)}.{os.getpid()}.tmp"
-            vectors: np.ndarray | None = None
-            ids: list[str] = []
-            row = 0
-            try:
-                while row < size:
-                    chunk = [p for _, p in zip(range(min(chunk_size, size - row)), passages)]
-                    if not chunk:
-                        raise HarnessError(f"corpus {corpus.name!r} yielded fewer passages than its length {count}")
-                    out = np.asarray(encoder.encode_passages([(p.title, p.text) for p in chunk]))
-                    if out.ndim != 2 or out.shape[0] != len(chunk):
-                        raise HarnessError(f"encoder returned an array of shape {out.shape} for {len(chunk)} passages")
-                    if not np.isfinite(out).all():
-                        raise HarnessError("encoder returned NaN or infinite values")
-                    if dim is None:
-                        dim = int(out.shape[1])
-                    elif out.shape[1] != dim:
-                        raise HarnessError(f"encoder returned {out.shape[1]}-d vectors, the cache holds {dim}-d")
-                    if vectors is None:
-                        vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=DTYPE, shape=(size, dim))
-                    vectors[row : row + len(chunk)] = out
-                    ids.extend(p.id for p in chunk)
-                    row += len(chunk)
-                    bar.update(len(chunk))
-                assert vectors is not None
-                vectors.flush()
-                del vectors
-                vectors = None
-                width = max(1, max(len(i.encode("utf-8")) for i in ids))
-                with open(tmp_ids, "wb") as f:
-                    np.save(f, np.array([i.encode("utf-8") for i in ids], dtype=f"S{width}"))
-                os.replace(tmp_ids, path / shard_name("ids", s))
-                os.replace(tmp_emb, path / shard_name("emb", s))  # the shard is done once this exists
-            except BaseException:
-                vectors = None
-                tmp_ids.unlink(missing_ok=True)
-                tmp_emb.unlink(missing_ok=True)
-                raise
-            done.append(s)
-            if on_shard is not None:
-                on_shard(s)
-            if len(done) == len(todo):
-                break  # the rest of the corpus belongs to other ranks
-    if sizes and len(sizes) - 1 in todo and next(passages, None) is not None:
-        raise HarnessError(f"corpus {corpus.name!r} yielded more passages than its length {count}")
+
+    def finished(shard: int) -> None:
+        done.append(shard)
+        if on_shard is not None:
+            on_shard(shard)
+
+    _build_shards(encoder, corpus, path, dict(meta), chunk_size=chunk_size, progress=progress,
+                  on_shard=finished, todo=todo, record_dim=False)
     return done
 
 

@@ -160,6 +160,20 @@ def embed_corpus(
         raise HarnessError(f"shard_size must be a positive integer, got {shard_size!r}")
     identity = encoder.identity()
     path = cache_path(root, corpus, identity)
+    meta = open_meta(identity, corpus, path, shard_size)
+    if meta.get("complete"):
+        return EmbeddingCache(path, meta)
+    _remove_stale_temporaries(path)
+    _build_shards(encoder, corpus, path, meta, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
+    meta["complete"] = True
+    meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _write_json_atomic(path / META_FILE, meta)
+    return EmbeddingCache(path, meta)
+
+
+def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dict[str, Any]:
+    """The cache's ``meta.json`` at ``path`` when it belongs to this encoder and corpus (complete
+    or not), else a new one, with stale shards from another encoder or corpus removed."""
     meta_file = path / META_FILE
     key = cache_key(identity, corpus.fingerprint)
     meta: dict[str, Any] | None = None
@@ -170,34 +184,28 @@ def embed_corpus(
             meta = None
         if meta is not None and (meta.get("format") != CACHE_FORMAT or meta.get("key") != key):
             meta = None  # foreign or older cache in our place: start over
-        if meta is not None and meta.get("complete"):
-            return EmbeddingCache(path, meta)
+    if meta is not None:
+        return meta
     count = len(corpus)
-    if meta is None:
-        path.mkdir(parents=True, exist_ok=True)
-        for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("index-*")]:
-            stale.unlink()
-        meta = {
-            "format": CACHE_FORMAT,
-            "key": key,
-            "encoder": identity,
-            "corpus": corpus.name,
-            "corpus_fingerprint": corpus.fingerprint,
-            "passages": count,
-            "shard_size": shard_size,
-            "shards": (count + shard_size - 1) // shard_size,
-            "dim": None,
-            "dtype": np.dtype(DTYPE).name,
-            "complete": False,
-            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        _write_json_atomic(meta_file, meta)
-    _remove_stale_temporaries(path)
-    _build_shards(encoder, corpus, path, meta, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
-    meta["complete"] = True
-    meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("index-*")]:
+        stale.unlink()
+    meta = {
+        "format": CACHE_FORMAT,
+        "key": key,
+        "encoder": identity,
+        "corpus": corpus.name,
+        "corpus_fingerprint": corpus.fingerprint,
+        "passages": count,
+        "shard_size": shard_size,
+        "shards": (count + shard_size - 1) // shard_size,
+        "dim": None,
+        "dtype": np.dtype(DTYPE).name,
+        "complete": False,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     _write_json_atomic(meta_file, meta)
-    return EmbeddingCache(path, meta)
+    return meta
 
 
 def _build_shards(
@@ -209,9 +217,15 @@ def _build_shards(
     chunk_size: int,
     progress: bool,
     on_shard: Callable[[int], None] | None,
+    todo: set[int] | None = None,
+    record_dim: bool = True,
 ) -> None:
+    """Encode every shard not yet on disk, or only those in ``todo`` (reading past the others'
+    passages); ``record_dim=False`` leaves ``meta.json`` alone (a distributed rank's case)."""
     count, shard_size, shards = meta["passages"], meta["shard_size"], meta["shards"]
     done = [(path / shard_name("emb", s)).is_file() and (path / shard_name("ids", s)).is_file() for s in range(shards)]
+    if todo is not None:
+        done = [d or s not in todo for s, d in enumerate(done)]
     sizes = [min(shard_size, count - s * shard_size) for s in range(shards)]
     passages = iter(corpus)
     encoded_before = sum(size for size, d in zip(sizes, done) if d)
@@ -243,7 +257,8 @@ def _build_shards(
                         raise HarnessError("encoder returned NaN or infinite values")
                     if meta["dim"] is None:
                         meta["dim"] = int(out.shape[1])
-                        _write_json_atomic(path / META_FILE, meta)
+                        if record_dim:
+                            _write_json_atomic(path / META_FILE, meta)
                     elif out.shape[1] != meta["dim"]:
                         raise HarnessError(f"encoder returned {out.shape[1]}-d vectors, the cache holds {meta['dim']}-d")
                     if vectors is None:
