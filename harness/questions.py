@@ -96,14 +96,19 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
             raise InputFileError(path, "not UTF-8 text") from None
 
 
-def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ...]]]:
+def _load_json(path: Path) -> Any:
+    """A whole JSON document; invalid JSON and bad UTF-8 are one-line errors naming the file."""
     with _open(path) as f:
         try:
-            data = json.load(f)
+            return json.load(f)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
         except UnicodeDecodeError:
             raise InputFileError(path, "not UTF-8 text") from None
+
+
+def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ...]]]:
+    data = _load_json(path)
     if not isinstance(data, list):
         raise InputFileError(path, "expected a JSON list of {\"question\", \"answers\"} objects")
     for index, record in enumerate(data):
@@ -118,13 +123,7 @@ def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ..
 
 def load_squad(path: Path) -> list[dict[str, Any]]:
     """The ``data`` list of a SQuAD v1.1 JSON file, checked for the fields harness reads."""
-    with _open(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-        except UnicodeDecodeError:
-            raise InputFileError(path, "not UTF-8 text") from None
+    data = _load_json(path)
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list):
         raise InputFileError(path, 'expected a SQuAD object with a "data" list')
