@@ -10,6 +10,7 @@ from typing import Any
 from harness.types import Passage
 
 from . import text as T
+from . import values as V
 from .entities import Entity, answers_of, contains, name_of
 from .names import fold
 
@@ -109,7 +110,7 @@ class ArticleWriter:
         def kw(e: Entity, ctx: dict[str, Any]) -> str:
             a = e.attrs
             return (a.get("ptype") or a.get("ltype") or a.get("etype") or a.get("btype") or a.get("rtype")
-                    or a.get("town") or T.KIND_WORDS[e.kind])
+                    or a.get("town") or V.KIND_WORDS[e.kind])
 
         def tense(now: str, then: str):
             return lambda e, ctx: then if e.kind == "person" and e.attrs["y2"] else now
@@ -221,7 +222,7 @@ class ArticleWriter:
             if len(objects) == 1:
                 ctx["kids"] = "a daughter" if obj.attrs["gender"] == "f" else "a son"
             else:
-                ctx["kids"] = T.NUMBER_WORDS[len(objects)] + " children"
+                ctx["kids"] = V.NUMBER_WORDS[len(objects)] + " children"
             ctx["pw"] = "mother" if e.attrs["gender"] == "f" else "father"
         return ctx
 
@@ -267,7 +268,7 @@ class ArticleWriter:
         if e.kind == "company" and e.attrs["products"]:
             names = [p.name for p in e.attrs["products"][:3]]
             optional.append(("Its products include the {plist}.", {"plist": _join(names)}))
-        group = T.FILLERS[T.FILLER_GROUP[e.kind]]
+        group = T.FILLERS[V.FILLER_GROUP[e.kind]]
         words = sum(len(s.split()) for s in out)
         if n_passages <= 1:  # fill one passage to between about half and all of its 100 words
             limit = rng.randint(45, PASSAGE_WORDS)
@@ -313,7 +314,7 @@ class ArticleWriter:
             country = a["home"].name
             return [country, place.name, f"{place.name}, {country}", f"{country}, {a['y']}"]
         word = (a.get("btype") or a.get("medium") or a.get("ptype") or a.get("ltype") or a.get("etype")
-                or T.KIND_WORDS[e.kind])
+                or V.KIND_WORDS[e.kind])
         out = [word]
         creator = a.get("creator") or (e.facts.get("P176") or [None])[0]
         if creator is not None:

@@ -41,6 +41,7 @@ from itertools import accumulate
 from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
 
 from . import text as T
+from . import values as V
 from .names import NameForge, Zipf, fold
 from .entities import Entity, answers_of
 from .render import ArticleWriter, _article
@@ -211,18 +212,18 @@ class _Builder(ArticleWriter):
                        for _ in range(24)]
         self.academies = [self.named("{w} Academy of Sciences")[0] for _ in range(8)]
         self.given = {
-            "f": Zipf([forge.word(T.FEMALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
+            "f": Zipf([forge.word(V.FEMALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
                        for _ in range(GIVEN_NAMES)], NAME_EXPONENT),
-            "m": Zipf([forge.word(T.MALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
+            "m": Zipf([forge.word(V.MALE_SUFFIXES, syllables=(1, 2, 2), accent=0.06)
                        for _ in range(GIVEN_NAMES)], NAME_EXPONENT),
         }
-        self.surnames = Zipf([forge.word(T.SURNAME_SUFFIXES, accent=0.05) for _ in range(SURNAMES)],
+        self.surnames = Zipf([forge.word(V.SURNAME_SUFFIXES, accent=0.05) for _ in range(SURNAMES)],
                              NAME_EXPONENT)
-        self.title_words = Zipf(T.TITLE_WORDS, 1.3)
-        self.generic = Zipf(T.GENERIC_WORDS, 1.3)
+        self.title_words = Zipf(V.TITLE_WORDS, 1.3)
+        self.generic = Zipf(V.GENERIC_WORDS, 1.3)
         self.options: dict[str, Sequence[str]] = {
-            "dir": T.DIRECTIONS, "fam": T.FAMILIES, "field": T.FIELDS, "river": self.rivers,
-            "award": self.awards, "academy": self.academies, "script": T.SCRIPTS, "ord": T.ORDINALS,
+            "dir": V.DIRECTIONS, "fam": V.FAMILIES, "field": V.FIELDS, "river": self.rivers,
+            "award": self.awards, "academy": self.academies, "script": V.SCRIPTS, "ord": V.ORDINALS,
         }
         self.handlers = self._handlers()
         self.build_places()
@@ -241,8 +242,8 @@ class _Builder(ArticleWriter):
                 stem = forge.word(syllables=(1, 2), register=False)
                 if stem[-1] in "aeiouy":
                     continue
-                country = stem + rng.choice(T.COUNTRY_SUFFIXES)
-                language = stem + rng.choice(T.LANGUAGE_SUFFIXES)
+                country = stem + rng.choice(V.COUNTRY_SUFFIXES)
+                language = stem + rng.choice(V.LANGUAGE_SUFFIXES)
                 if forge.take(stem) and forge.take(country):
                     if forge.take(language):
                         break
@@ -254,13 +255,13 @@ class _Builder(ArticleWriter):
         regions: list[Entity] = []
         for i in range(140):
             country = countries[i] if i < len(countries) else rng.choice(countries)
-            rtype = rng.choice(T.REGION_TYPES)
+            rtype = rng.choice(V.REGION_TYPES)
             name, word = self.named("{w} " + rtype)
             # a third of the regions are named after their main city ("Vass County", seat Vass)
             after_city = rng.random() < 0.33
             r = self.new("region", name, boost=1.5, aliases=() if after_city else (word,))
             r.add("P17", country)
-            r.attrs.update(rtype=rtype.lower(), home=country, dir=rng.choice(T.DIRECTIONS),
+            r.attrs.update(rtype=rtype.lower(), home=country, dir=rng.choice(V.DIRECTIONS),
                            seat_name=word if after_city else None)
             regions.append(r)
         plain: dict[int, list[str]] = {}  # country id -> its one-word city names
@@ -272,9 +273,9 @@ class _Builder(ArticleWriter):
             if region.attrs["seat_name"] and "centre" not in region.attrs:
                 name = region.attrs["seat_name"]
             elif not capital and r < 0.12 and plain.get(country.id):  # "North Ostrelin", same country
-                name = f"{rng.choice(T.PLACE_PREFIXES)} {rng.choice(plain[country.id])}"
+                name = f"{rng.choice(V.PLACE_PREFIXES)} {rng.choice(plain[country.id])}"
                 if self.taken(name):
-                    name = forge.word(T.CITY_SUFFIXES, accent=0.08)
+                    name = forge.word(V.CITY_SUFFIXES, accent=0.08)
             elif not capital and r < 0.45 and len(plain) > 1:  # a namesake of a city in another country
                 model = self.pool("city").pick(rng, mention=True)
                 while " " in model.name or any(c.kind == "city" and c.attrs["home"] is country
@@ -282,14 +283,14 @@ class _Builder(ArticleWriter):
                     model = self.pool("city").pick(rng, mention=True)
                 name = model.name
             else:
-                name = forge.word(T.CITY_SUFFIXES, accent=0.08)
+                name = forge.word(V.CITY_SUFFIXES, accent=0.08)
             city = self.new("city", name, boost=14.0 if capital else 1.0)
             if " " not in name:
                 plain.setdefault(country.id, []).append(name)
             city.add("P131", region)
             city.add("P17", country)
-            city.attrs.update(home=country, region=region, capital=capital, dir=rng.choice(T.DIRECTIONS),
-                              town="city" if capital else rng.choice(T.TOWN_WORDS))
+            city.attrs.update(home=country, region=region, capital=capital, dir=rng.choice(V.DIRECTIONS),
+                              town="city" if capital else rng.choice(V.TOWN_WORDS))
             region.attrs.setdefault("centre", city)
             if capital:
                 country.add("P36", city)
@@ -298,22 +299,22 @@ class _Builder(ArticleWriter):
             r = rng.random()
             named_after = None
             if r < 0.2:  # "National University": one in many countries
-                name = rng.choice(T.GENERIC_UNIVERSITIES)
+                name = rng.choice(V.GENERIC_UNIVERSITIES)
                 city = cities.pick(rng)
             elif r < 0.45:  # "University of Ostrelin", in Ostrelin
                 city = cities.pick(rng)
-                name = rng.choice(T.UNIVERSITY_PATTERNS).format(w=city.name)
+                name = rng.choice(V.UNIVERSITY_PATTERNS).format(w=city.name)
                 if self.clash(name, city):
-                    name = self.named(rng.choice(T.UNIVERSITY_PATTERNS))[0]
+                    name = self.named(rng.choice(V.UNIVERSITY_PATTERNS))[0]
                     city = cities.pick(rng)
                 else:
                     named_after = city
             elif r < 0.6:  # named after a person: "Tilsa University"
-                name = self.free(lambda: rng.choice(T.UNIVERSITY_PATTERNS[:1] + T.UNIVERSITY_PATTERNS[3:])
+                name = self.free(lambda: rng.choice(V.UNIVERSITY_PATTERNS[:1] + V.UNIVERSITY_PATTERNS[3:])
                                  .format(w=self.surnames.draw(rng)))
                 city = cities.pick(rng)
             else:
-                name = self.named(rng.choice(T.UNIVERSITY_PATTERNS))[0]
+                name = self.named(rng.choice(V.UNIVERSITY_PATTERNS))[0]
                 city = cities.pick(rng)
             u = self.new("university", name, boost=2.0)
             u.attrs["named_after"] = named_after
@@ -345,19 +346,19 @@ class _Builder(ArticleWriter):
             p.add("P20", birthplace if rng.random() < 0.3 else self.pool("city").pick(rng))
         country = birthplace.attrs["home"]
         if cat == "athlete":
-            sport = rng.choice(tuple(T.SPORTS))
-            occupation, positions, _ = T.SPORTS[sport]
+            sport = rng.choice(tuple(V.SPORTS))
+            occupation, positions, _ = V.SPORTS[sport]
             p.add("P106", occupation)
             p.add("P413", rng.choice(positions))
             p.attrs["sport"] = sport
         else:
-            p.add("P106", rng.choice(T.OCCUPATIONS[cat]))
+            p.add("P106", rng.choice(V.OCCUPATIONS[cat]))
         if rng.random() < (0.2 if cat == "athlete" else 0.55):
             p.add("P69", self.pool("university").pick(rng))
         p.attrs.update(
             cat=cat, gender=gender, given=given, surname=surname, y=born, y2=died, home=country,
-            nat=country.attrs["language"].name, d=f"{rng.randint(1, 28)} {rng.choice(T.MONTHS)}",
-            d2=f"{rng.randint(1, 28)} {rng.choice(T.MONTHS)}", notes=[],
+            nat=country.attrs["language"].name, d=f"{rng.randint(1, 28)} {rng.choice(V.MONTHS)}",
+            d2=f"{rng.randint(1, 28)} {rng.choice(V.MONTHS)}", notes=[],
         )
         return p
 
@@ -400,10 +401,10 @@ class _Builder(ArticleWriter):
 
     def build_organisations(self) -> None:
         rng = self.rng
-        industries = tuple(T.INDUSTRIES)
+        industries = tuple(V.INDUSTRIES)
         for i in range(150):
             industry = industries[i % len(industries)] if i < 2 * len(industries) else rng.choice(industries)
-            suffixes, products = T.INDUSTRIES[industry]
+            suffixes, products = V.INDUSTRIES[industry]
             pools = ("maker",) if products else ()
             r = rng.random()
             founder = hq = None
@@ -431,7 +432,7 @@ class _Builder(ArticleWriter):
             if named_after is not None and self.clash(name, named_after) or \
                     not stem or (self.taken(name) and not generic and named_after is None):
                 founder = hq = named_after = None
-                stem = self.forge.word(T.STEM_SUFFIXES)
+                stem = self.forge.word(V.STEM_SUFFIXES)
                 name, aliases = f"{stem} {rng.choice(suffixes)}", (stem,)
             c = self.new("company", name, boost=2.0, aliases=aliases, pools=pools + (industry,))
             c.attrs.update(industry=industry, products=[], k=rng.randint(1, 99), stem=stem,
@@ -444,48 +445,48 @@ class _Builder(ArticleWriter):
             aliases = ()
             if r < 0.25:
                 founder = self.pool("musician").pick(rng)
-                name = f"{founder.attrs['surname']} {rng.choice(T.LABEL_PATTERNS).split()[-1]}"
+                name = f"{founder.attrs['surname']} {rng.choice(V.LABEL_PATTERNS).split()[-1]}"
             elif r < 0.45:
                 hq = self.pool("city").pick(rng)
-                name = rng.choice(T.LABEL_PATTERNS).format(w=hq.name)
+                name = rng.choice(V.LABEL_PATTERNS).format(w=hq.name)
             elif r < 0.65:
-                name = rng.choice(T.LABEL_PATTERNS).format(w=self.generic.draw(rng))
+                name = rng.choice(V.LABEL_PATTERNS).format(w=self.generic.draw(rng))
             else:
                 name = ""
             if not name or (r < 0.25 and self.taken(name)) or (hq is not None and self.clash(name, hq)):
                 founder = hq = None
-                name, word = self.named(rng.choice(T.LABEL_PATTERNS), suffixes=T.STEM_SUFFIXES)
+                name, word = self.named(rng.choice(V.LABEL_PATTERNS), suffixes=V.STEM_SUFFIXES)
                 aliases = (word,)
             label = self.new("label", name, boost=1.5, aliases=aliases)
             label.attrs["named_after"] = hq
             self.found(label, ("musician", "business"), owner_pools=("media", "business"), p_owner=0.4,
                        since=1920, hq=hq, founder=founder)
         for i in range(42):
-            sport = tuple(T.SPORTS)[i % len(T.SPORTS)]
+            sport = tuple(V.SPORTS)[i % len(V.SPORTS)]
             hq = None
             if rng.random() < 0.65:  # "FC Ostrelin", in Ostrelin
                 hq = self.pool("city").pick(rng, mention=True)
-                name = rng.choice(T.SPORTS[sport][2]).format(w=hq.name)
+                name = rng.choice(V.SPORTS[sport][2]).format(w=hq.name)
                 if self.clash(name, hq):
                     hq = None
             if hq is None:
-                name, _word = self.named(rng.choice(T.SPORTS[sport][2]))
+                name, _word = self.named(rng.choice(V.SPORTS[sport][2]))
             club = self.new("club", name, boost=2.5, pools=("club:" + sport,))
             club.attrs.update(sport=sport, named_after=hq)
             self.found(club, ("business", "politician"), owner_pools=("company", "business"), p_owner=0.5,
                        since=1870, hq=hq)
         for _ in range(70):
-            name = self.work_title(T.BAND_PATTERNS)  # bands share names too
+            name = self.work_title(V.BAND_PATTERNS)  # bands share names too
             band = self.new("band", name, boost=1.5, pools=("performer",))
             city = self.pool("city").pick(rng)
-            band.add("P136", rng.choice(T.GENRES))
+            band.add("P136", rng.choice(V.GENRES))
             band.add("P740", city)
             band.add("P264", self.pool("label").pick(rng))
             year = rng.randint(1955, 2018)
             band.attrs.update(y=year, yl=min(2023, year + rng.randint(0, 6)), home=city.attrs["home"],
                               nat=city.attrs["home"].attrs["language"].name)
         for m in self.pool("musician").members:
-            m.add("P136", rng.choice(T.GENRES))
+            m.add("P136", rng.choice(V.GENRES))
             if rng.random() < 0.8:
                 m.add("P264", self.pool("label").pick(rng))
                 m.attrs["yl"] = min(2023, m.attrs["y"] + rng.randint(18, 35))
@@ -567,36 +568,36 @@ class _Builder(ArticleWriter):
 
     def build_works(self) -> None:
         rng = self.rng
-        self.works("book", self.pool("writer"), 240, "P50", T.BOOK_PATTERNS)
+        self.works("book", self.pool("writer"), 240, "P50", V.BOOK_PATTERNS)
         for book in self.pool("book").members:
-            book.attrs.update(btype=rng.choice(T.BOOK_TYPES), nat=book.object("P50").attrs["nat"])
-        self.works("film", self.pool("director"), 90, "P57", T.FILM_PATTERNS, boost=1.5)
+            book.attrs.update(btype=rng.choice(V.BOOK_TYPES), nat=book.object("P50").attrs["nat"])
+        self.works("film", self.pool("director"), 90, "P57", V.FILM_PATTERNS, boost=1.5)
         for film in self.pool("film").members:
-            film.attrs.update(director=film.facts.pop("P57")[0].name, genre=rng.choice(T.FILM_GENRES))
-        self.works("song", self.pool("performer"), 260, "P175", T.SONG_PATTERNS)
+            film.attrs.update(director=film.facts.pop("P57")[0].name, genre=rng.choice(V.FILM_GENRES))
+        self.works("song", self.pool("performer"), 260, "P175", V.SONG_PATTERNS)
         for song in self.pool("song").members:
-            song.attrs["album"] = self.work_title(T.FILM_PATTERNS)
-        self.works("artwork", self.pool("artist"), 140, "P170", T.ARTWORK_PATTERNS)
+            song.attrs["album"] = self.work_title(V.FILM_PATTERNS)
+        self.works("artwork", self.pool("artist"), 140, "P170", V.ARTWORK_PATTERNS)
         for art in self.pool("artwork").members:
-            medium = rng.choice(T.ARTWORK_MEDIA)
+            medium = rng.choice(V.ARTWORK_MEDIA)
             art.attrs.update(medium=medium, amedium=_article(medium))
         makers = self.pool("maker")
         for _ in range(130):
             company = makers.pick(rng)
-            ptype = rng.choice(T.INDUSTRIES[company.attrs["industry"]][1])
+            ptype = rng.choice(V.INDUSTRIES[company.attrs["industry"]][1])
             r = rng.random()
             if r < 0.35:  # the maker's brand: "Ostrelin GT" by Ostrelin Motors
                 brand = company.attrs["stem"]
-                name = f"{brand} {rng.choice(T.PRODUCT_MODELS)}"
+                name = f"{brand} {rng.choice(V.PRODUCT_MODELS)}"
                 if self.taken(name):
-                    models = T.PRODUCT_MODELS
+                    models = V.PRODUCT_MODELS
                     name = self.free(lambda: f"{brand} {rng.choice(models)} {rng.choice(models)}")
             elif r < 0.7:  # a common word, as many cars and phones are named: "Falcon", "Falcon GT"
                 name = self.title_words.draw(rng)
                 if rng.random() < 0.5:
-                    name += " " + rng.choice(T.PRODUCT_MODELS)
+                    name += " " + rng.choice(V.PRODUCT_MODELS)
             else:
-                name = f"{self.forge.word(T.STEM_SUFFIXES)} {rng.choice(T.PRODUCT_MODELS)}"
+                name = f"{self.forge.word(V.STEM_SUFFIXES)} {rng.choice(V.PRODUCT_MODELS)}"
             product = self.new("product", name, pools=("work",))
             product.add("P176", company)
             y = rng.randint(max(company.attrs["y"], 1900), 2023)
@@ -610,12 +611,12 @@ class _Builder(ArticleWriter):
             city = cities.pick(rng)
             r = rng.random()  # named after the city ("Ostrelin Cathedral"), generic ("Old Bridge"), invented
             if i % 5 == 4:
-                etype_name, etype = rng.choice(T.EVENT_TYPES)
+                etype_name, etype = rng.choice(V.EVENT_TYPES)
                 name, named_after = self.place_name(city, etype_name, r, 0.35)
                 e = self.new("event", name, boost=1.5)
                 e.attrs.update(etype=etype, y=rng.randint(1950, 2020), named_after=named_after)
             else:
-                ltype = "Museum" if i == 0 else rng.choice(T.LANDMARK_TYPES)  # one museum at least
+                ltype = "Museum" if i == 0 else rng.choice(V.LANDMARK_TYPES)  # one museum at least
                 if ltype == "Stadium":  # the home ground of a club, in the club's city
                     home = self.pool("club").pick(rng)
                     city = home.object("P159")
