@@ -29,6 +29,7 @@ import pytest
 import regex
 
 import qa_data
+from regex_witness import regex_witness
 from harness.errors import HarnessError, InputFileError
 from harness.matching import has_answer
 from harness.questions import read_questions
@@ -45,13 +46,6 @@ from harness.runs import (
 from harness.run_writers import write_dpr_json, write_pyserini_json, write_trec
 from harness.scoring import first_hit_ranks, top_k_accuracy
 from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
-
-try:
-    import re._constants as sre_c
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as sre_c
-    import sre_parse
 
 TOPK = [1, 5, 20, 100]
 #: Contexts per question given pyserini-computed has_answer flags (its has_answers is slow).
@@ -365,63 +359,6 @@ def harness_hits(ranks, k):
     return [1 if r is not None and r < k else 0 for r in ranks]
 
 
-_CHARS = {
-    sre_c.CATEGORY_DIGIT: "507",
-    sre_c.CATEGORY_NOT_DIGIT: "ax-",
-    sre_c.CATEGORY_SPACE: " ",
-    sre_c.CATEGORY_NOT_SPACE: "ax5",
-    sre_c.CATEGORY_WORD: "ab5",
-    sre_c.CATEGORY_NOT_WORD: " -,",
-}
-
-
-def _gen(items, rng) -> str:
-    out = []
-    for op, av in items:
-        if op is sre_c.LITERAL:
-            out.append(chr(av))
-        elif op is sre_c.NOT_LITERAL:
-            out.append("x" if chr(av) != "x" else "y")
-        elif op is sre_c.ANY:
-            out.append(rng.choice(["x", " ", ""]))
-        elif op is sre_c.IN:
-            if any(o is sre_c.NEGATE for o, _ in av):
-                out.append(rng.choice("xq#"))
-                continue
-            o, a = rng.choice(av)
-            out.append(
-                chr(a) if o is sre_c.LITERAL else chr(rng.randint(*a)) if o is sre_c.RANGE else rng.choice(_CHARS.get(a, "a"))
-            )
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
-            lo, hi, sub = av
-            out.extend(_gen(sub, rng) for _ in range(rng.randint(lo, min(hi, lo + 2))))
-        elif op is sre_c.SUBPATTERN:
-            out.append(_gen(av[-1], rng))
-        elif op is sre_c.BRANCH:
-            out.append(_gen(rng.choice(av[1]), rng))
-        elif op in (sre_c.AT, sre_c.ASSERT, sre_c.ASSERT_NOT):
-            pass
-        else:
-            raise ValueError(op)
-    return "".join(out)
-
-
-def regex_witness(pattern: str, rng: random.Random) -> str | None:
-    """A newline-free string the CuratedTREC ``pattern`` matches, or None."""
-    try:
-        tree = sre_parse.parse(pattern, re.IGNORECASE | re.MULTILINE)
-    except re.error:
-        return None
-    for _ in range(20):
-        try:
-            candidate = _gen(tree, rng)
-        except ValueError:
-            return None
-        if candidate.strip() and "\n" not in candidate and re.search(pattern, candidate, re.IGNORECASE | re.MULTILINE):
-            return candidate
-    return None
-
-
 def generated_run(questions, splice_answers, *, seed, pool_size=3000, words=30):
     """Generated rankings over real ``questions``: answer strings spliced into passages at many ranks."""
     gen = qa_data.build_run(
@@ -501,7 +438,7 @@ def test_same_numbers_as_pyserini_regex_mode_curated_trec(tmp_path, capsys, shar
     questions = read_questions(shared_data / "dpr-qas/topics.dpr.curated.test.txt", "jsonl")
     assert len(questions) == 694
     rng = random.Random(7)
-    witnesses = [[w for w in (regex_witness(a, rng) for a in q.answers) if w] for q in questions]
+    witnesses = [[w for w in (regex_witness(a, rng, single_line=True) for a in q.answers) if w] for q in questions]
     assert sum(bool(w) for w in witnesses) > 600
     run, corpus = generated_run(questions, witnesses, seed=3, pool_size=3000)
     ranks = check_against_pyserini(tmp_path, capsys, questions, run, corpus, "regex")
@@ -515,7 +452,7 @@ def test_pyserini_command_line_prints_the_harness_numbers(tmp_path, shared_data)
     pytest.importorskip("pyserini.eval.evaluate_dpr_retrieval")
     questions = read_questions(shared_data / "dpr-qas/topics.dpr.curated.test.txt", "jsonl")[:300]
     rng = random.Random(11)
-    witnesses = [[w for w in (regex_witness(a, rng) for a in q.answers) if w] for q in questions]
+    witnesses = [[w for w in (regex_witness(a, rng, single_line=True) for a in q.answers) if w] for q in questions]
     run, corpus = generated_run(questions, witnesses, seed=5, pool_size=1500)
     path = write_pyserini_json(tmp_path / "run.json", run, questions, corpus, mode="regex", has_answer=False)
     out = subprocess.run(
