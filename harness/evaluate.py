@@ -3,6 +3,11 @@
 >>> from harness.evaluate import evaluate
 >>> result = evaluate("bm25", "demo")                     # doctest: +SKIP
 >>> result["metrics"]["accuracy"]["macro"]["20"]          # doctest: +SKIP
+
+By name: :func:`evaluate` (the result document) and :func:`run_evaluation` (also the suite and
+the rankings). With objects already loaded (a plugin's own command, a grid of encoders sharing one
+index): :func:`evaluate_retriever`, or its steps :func:`retrieve`, :func:`score_suite` and
+:func:`build_result`.
 """
 
 from __future__ import annotations
@@ -17,14 +22,30 @@ from pathlib import Path
 from typing import Any
 
 from harness import registry
-from harness.cache import cache_dir as default_cache_dir
-from harness.environment import machine, versions
+from harness.util.cache import cache_dir as default_cache_dir
+from harness.util.environment import machine, versions
 from harness.errors import HarnessError
-from harness.matching import MATCHER_VERSION
-from harness.progress import progress
-from harness.results import SCHEMA
-from harness.scoring import first_hit_ranks, macro_average, ranks_by_part
-from harness.types import Corpus, Hit, Question, Retriever, RunContext, Suite
+from harness.scoring.matching import MATCHER_VERSION
+from harness.scoring.metrics import DEFAULT_METRIC
+from harness.util.progress import progress
+from harness.results.schema import SCHEMA
+from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
+from harness.api import Corpus, Hit, Question, Retriever, RunContext, Suite
+
+__all__ = [
+    "Evaluation",
+    "Timer",
+    "build_result",
+    "check_metrics",
+    "evaluate",
+    "evaluate_retriever",
+    "make_context",
+    "normalize_question",
+    "parse_k",
+    "retrieve",
+    "run_evaluation",
+    "score_suite",
+]
 
 #: Queries handed to a retriever per ``search`` call (progress is reported between batches).
 SEARCH_BATCH = 256
@@ -78,7 +99,7 @@ def retrieve(
                 if len(ranking) > depth:
                     raise HarnessError(f"retriever returned {len(ranking)} hits where at most {depth} were asked for")
                 if not all(isinstance(h, Hit) for h in ranking):
-                    raise HarnessError("retriever returned a hit that is not a harness.types.Hit")
+                    raise HarnessError("retriever returned a hit that is not a harness.api.Hit")
                 rankings.append(list(ranking))
             bar.update(len(batch))
     return rankings
@@ -146,56 +167,96 @@ def run_evaluation(
     *,
     k: Sequence[int] | None = None,
     options: Mapping[str, Any] | None = None,
-    metrics: Sequence[str] = ("accuracy",),
+    metrics: Sequence[str] = (DEFAULT_METRIC,),
     cache_dir: str | os.PathLike | None = None,
     threads: int | None = None,
     show_progress: bool = True,
 ) -> Evaluation:
-    """Run a retriever on a suite: the result document, plus the suite and the rankings (with
-    scores) for saving the run."""
+    """Run a named retriever on a named suite: the result document, plus the suite and the
+    rankings (with scores) for saving the run. Names and options are checked before any work."""
     timer = Timer()
-    retriever_entry = registry.retrievers().entry(retriever)
-    argument = retriever.partition(":")[2] if retriever_entry.spec.name != retriever else None
+    found = registry.resolve("retrievers", retriever, options)
     suite_spec = registry.suites().get(suite)
-    for name in metrics:
-        registry.metrics().get(name)  # unknown metric names fail before any work
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(retriever_entry.spec.options))
-    if unknown:
-        known = ", ".join(sorted(retriever_entry.spec.options)) or "none"
-        raise HarnessError(f"retriever {retriever!r} has no option {unknown[0]!r} (options: {known})")
-
+    check_metrics(metrics)
     with timer.stage("load_suite"):
         loaded_suite = suite_spec.load()
     ks = parse_k(k if k is not None else loaded_suite.default_k)
-    depth = max(ks)
-    context = RunContext(
+    with timer.stage("load_retriever"):
+        model = registry.load("retrievers", retriever, found.options).value
+    return evaluate_retriever(
+        model,
+        loaded_suite,
+        name=retriever,
+        plugin=found.plugin,
+        k=ks,
+        metrics=metrics,
+        context=make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=show_progress),
+        timer=timer,
+    )
+
+
+def check_metrics(metrics: Sequence[str]) -> None:
+    """Unknown metric names fail before any work."""
+    if not metrics:
+        raise HarnessError("at least one metric is needed")
+    for name in metrics:
+        registry.metrics().get(name)
+
+
+def make_context(
+    suite: Suite,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    threads: int | None = None,
+    show_progress: bool = True,
+) -> RunContext:
+    """The :class:`RunContext` of a run on ``suite``: the cache folder (default
+    ``$HARNESS_CACHE_DIR``), threads (default: every core) and progress bars."""
+    return RunContext(
         cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
         threads=threads or max(1, os.cpu_count() or 1),
         progress=show_progress,
-        suite=loaded_suite.name,
+        suite=suite.name,
     )
-    with timer.stage("load_retriever"):
-        try:
-            model = retriever_entry.spec.load(**options, **({"argument": argument} if argument is not None else {}))
-        except (TypeError, ValueError) as exc:  # a bad option value is the user's to fix
-            raise HarnessError(f"retriever {retriever!r}: {exc}") from exc
+
+
+def evaluate_retriever(
+    retriever: Retriever,
+    suite: Suite,
+    *,
+    name: str,
+    plugin: str,
+    k: Sequence[int] | None = None,
+    metrics: Sequence[str] = (DEFAULT_METRIC,),
+    context: RunContext | None = None,
+    extra: Mapping[str, Any] | None = None,
+    timer: Timer | None = None,
+) -> Evaluation:
+    """Index ``suite``'s corpus with a loaded retriever, search every question for ``max(k)``
+    hits, score them by DPR's protocol and build the result document (recorded under ``name``
+    and ``plugin``; ``extra`` adds top-level fields)."""
+    timer = timer or Timer()
+    check_metrics(metrics)
+    ks = parse_k(k if k is not None else suite.default_k)
+    depth = max(ks)
+    context = context or make_context(suite)
     with timer.stage("index"):
-        model.index(loaded_suite.corpus, context)
+        retriever.index(suite.corpus, context)
     with timer.stage("search"):
-        rankings = retrieve(model, loaded_suite.questions, depth, context)
+        rankings = retrieve(retriever, suite.questions, depth, context)
     with timer.stage("score"):
-        ranks = score_suite(loaded_suite, rankings, retriever_name=retriever)
+        ranks = score_suite(suite, rankings, retriever_name=name)
     result = build_result(
-        loaded_suite,
-        retriever={"name": retriever, "plugin": retriever_entry.plugin, "parameters": dict(model.parameters())},
+        suite,
+        retriever={"name": name, "plugin": plugin, "parameters": dict(retriever.parameters())},
         ranks=ranks,
         ks=ks,
         depth=depth,
         metrics=metrics,
         timings=timer.seconds,
+        extra=extra,
     )
-    return Evaluation(result=result, suite=loaded_suite, rankings=rankings)
+    return Evaluation(result=result, suite=suite, rankings=rankings)
 
 
 def _corpus_record(suite: Suite) -> dict[str, Any]:

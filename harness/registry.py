@@ -1,19 +1,33 @@
-"""Looking up what plugins offer, by kind and name.
+"""Looking up what plugins offer, by kind and name, and loading it: the one loader for named things.
 
 One :class:`Registry` per kind of extension; adding a kind means one hookspec in
-:mod:`harness.hookspecs` and one line in :data:`KINDS`.
+:mod:`harness.hookspecs`, one record in :mod:`harness.api` and one line in :data:`KINDS`.
+
+>>> from harness import registry
+>>> loaded = registry.load("retrievers", "bm25", {"k1": 1.2})   # doctest: +SKIP
+>>> loaded.value.search(["who wrote hamlet"], 10, context)      # doctest: +SKIP
+
+:func:`load` resolves ``NAME`` or ``NAME:ARGUMENT`` (a spec with an ``argument``, such as
+``hybrid:bm25+dpr-multi``), refuses options the spec does not declare (with a did-you-mean), and
+calls the spec's ``load``. Every caller that turns a name into an object goes through it.
+
+A plugin whose hook raises, or registers a record of the wrong type, is recorded as that plugin's
+failure (:mod:`harness.plugins`) and contributes nothing to that kind; the other plugins' entries
+stay usable. A name two plugins register is unusable, with an error naming both, while every
+other name works. ``HARNESS_STRICT_PLUGINS=1`` makes both errors at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import pluggy
 
+from harness.api import EncoderSpec, MetricSpec, RetrieverSpec, SuiteSpec
 from harness.errors import HarnessError, UnknownNameError
-from harness.types import MetricSpec, RetrieverSpec, SuiteSpec
 
 T = TypeVar("T")
 
@@ -32,7 +46,11 @@ KINDS: dict[str, Kind] = {
     "retrievers": Kind("register_retrievers", RetrieverSpec, "retriever"),
     "suites": Kind("register_suites", SuiteSpec, "suite"),
     "metrics": Kind("register_metrics", MetricSpec, "metric"),
+    "encoders": Kind("register_encoders", EncoderSpec, "encoder"),
 }
+
+#: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).
+FailureHandler = Callable[[str, str, "BaseException | str"], None]
 
 
 @dataclass(frozen=True)
@@ -46,39 +64,67 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """The specs of one kind, by name, from every registered plugin."""
 
-    def __init__(self, kind: str, entries: dict[str, Entry[T]]):
+    def __init__(self, kind: str, entries: dict[str, Entry[T]], conflicts: Mapping[str, tuple[str, ...]] | None = None):
         self.kind = kind
         self._entries = entries
+        #: Names registered by more than one plugin, with those plugins (unusable).
+        self.conflicts: dict[str, tuple[str, ...]] = dict(conflicts or {})
 
     @classmethod
-    def collect(cls, manager: pluggy.PluginManager, kind: str) -> Registry:
-        """Call ``kind``'s hook on each plugin separately, so every spec knows its provider."""
+    def collect(cls, manager: pluggy.PluginManager, kind: str, *, on_failure: FailureHandler | None = None) -> Registry:
+        """Call ``kind``'s hook on each plugin separately, so every spec knows its provider.
+
+        Without ``on_failure`` any failure raises :class:`HarnessError`.
+        """
         info = KINDS[kind]
+
+        def failed(plugin: str, error: BaseException | str) -> None:
+            if on_failure is not None:
+                on_failure(plugin, info.hook, error)
+                return
+            text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+            raise HarnessError(f"plugin {plugin!r} failed in {info.hook}: {text}")
+
         entries: dict[str, Entry] = {}
+        owners: dict[str, list[str]] = {}
         for impl in getattr(manager.hook, info.hook).get_hookimpls():
-            def register(spec: object, _plugin: str = impl.plugin_name) -> None:
+            plugin = impl.plugin_name
+            staged: dict[str, Entry] = {}
+
+            def register(spec: object, _plugin: str = plugin, _staged: dict = staged) -> None:
                 if not isinstance(spec, info.record):
-                    raise HarnessError(
-                        f"plugin {_plugin!r} registered {type(spec).__name__} with {info.hook}; "
-                        f"expected {info.record.__name__}"
-                    )
-                name = spec.name
-                if name in entries:
-                    raise HarnessError(
-                        f"{info.noun} {name!r} is provided by two plugins: "
-                        f"{entries[name].plugin!r} and {_plugin!r}"
-                    )
-                entries[name] = Entry(spec, _plugin)
+                    raise HarnessError(f"registered {type(spec).__name__}; expected {info.record.__name__}")
+                name = getattr(spec, "name", None)
+                if not isinstance(name, str) or not name.strip() or name != name.strip():
+                    raise HarnessError(f"registered a {info.noun} with an invalid name {name!r}")
+                if name in _staged:
+                    raise HarnessError(f"registered {info.noun} {name!r} twice")
+                _staged[name] = Entry(spec, _plugin)
 
             try:
                 impl.function(register=register)
-            except HarnessError:
-                raise
-            except Exception as exc:
-                raise HarnessError(
-                    f"plugin {impl.plugin_name!r} failed in {info.hook}: {type(exc).__name__}: {exc}"
-                ) from exc
-        return cls(kind, dict(sorted(entries.items())))
+            except (Exception, SystemExit) as exc:
+                if isinstance(exc, HarnessError) and not isinstance(exc, UnknownNameError):
+                    failed(plugin, str(exc))
+                else:
+                    failed(plugin, exc)
+                continue
+            for name, entry in staged.items():
+                owners.setdefault(name, []).append(plugin)
+                entries.setdefault(name, entry)
+        conflicts = {name: tuple(plugins) for name, plugins in owners.items() if len(plugins) > 1}
+        for name, plugins in conflicts.items():
+            del entries[name]
+            message = f"{info.noun} {name!r} is provided by two plugins: {plugins[0]!r} and {plugins[1]!r}"
+            if on_failure is None:
+                raise HarnessError(message)
+            for plugin in plugins[1:]:
+                on_failure(plugin, info.hook, message)
+        return cls(kind, dict(sorted(entries.items())), conflicts)
+
+    @property
+    def noun(self) -> str:
+        return KINDS[self.kind].noun
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -92,20 +138,32 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self._entries)
 
+    def entries(self) -> list[Entry[T]]:
+        return list(self._entries.values())
+
     def entry(self, name: str) -> Entry[T]:
         """The entry called ``name``; for ``PREFIX:ARGUMENT`` the entry of a spec ``PREFIX`` that
-        takes an argument (see :class:`harness.types.RetrieverSpec`)."""
+        takes an argument (see :class:`harness.api.RetrieverSpec`)."""
+        if not isinstance(name, str):
+            raise HarnessError(f"a {self.noun} name must be text, got {type(name).__name__}")
         if name in self._entries:
             return self._entries[name]
         prefix, colon, argument = name.partition(":")
+        for candidate in (name, prefix):
+            if candidate in self.conflicts:
+                first, second = self.conflicts[candidate][:2]
+                raise HarnessError(
+                    f"{self.noun} {candidate!r} is provided by two plugins: {first!r} and {second!r}; "
+                    f"uninstall one or disable it with HARNESS_DISABLE_PLUGINS"
+                )
         if colon and prefix in self._entries:
             entry = self._entries[prefix]
             if getattr(entry.spec, "argument", None) is None:
-                raise HarnessError(f"{KINDS[self.kind].noun} {prefix!r} takes no ':' argument (got {name!r})")
+                raise HarnessError(f"{self.noun} {prefix!r} takes no ':' argument (got {name!r})")
             if not argument:
                 raise HarnessError(f"{name!r}: give {prefix}:{entry.spec.argument}")
             return entry
-        raise UnknownNameError(KINDS[self.kind].noun, name, self._entries) from None
+        raise UnknownNameError(self.noun, name, self._entries) from None
 
     def get(self, name: str) -> T:
         """The spec called ``name``; an unknown name raises with a "did you mean"."""
@@ -122,7 +180,8 @@ def registry(kind: str) -> Registry:
     if kind not in _cache:
         from harness.plugins import loaded_plugins
 
-        _cache[kind] = Registry.collect(loaded_plugins().manager, kind)
+        loaded = loaded_plugins()
+        _cache[kind] = Registry.collect(loaded.manager, kind, on_failure=loaded.fail)
     return _cache[kind]
 
 
@@ -136,3 +195,74 @@ def suites() -> Registry[SuiteSpec]:
 
 def metrics() -> Registry[MetricSpec]:
     return registry("metrics")
+
+
+def encoders() -> Registry[EncoderSpec]:
+    return registry("encoders")
+
+
+# --- the one loader ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[T]):
+    """A named thing, loaded: the name it was asked for by, its spec, plugin, argument, options."""
+
+    kind: str
+    name: str
+    spec: T
+    plugin: str
+    argument: str | None
+    options: dict[str, Any] = field(default_factory=dict)
+    value: Any = None
+
+
+def declared_options(spec: object) -> Mapping[str, Any]:
+    """The options a spec declares (``options``; none for specs without that field)."""
+    options = getattr(spec, "options", None)
+    return options if isinstance(options, Mapping) else {}
+
+
+def check_options(kind: str, name: str, known: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as a dict when ``known`` (the declared options) has every key; else a
+    one-line error with a did-you-mean and the declared options."""
+    for key in options:
+        if not isinstance(key, str) or key not in known:
+            noun = KINDS[kind].noun if kind in KINDS else kind
+            message = f"{noun} {name!r} has no option {key!r}"
+            close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+            message += f" (options: {', '.join(sorted(known)) or 'none'})"
+            raise HarnessError(message)
+    return dict(options)
+
+
+def resolve(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Loaded:
+    """Find ``name`` (``NAME`` or ``NAME:ARGUMENT``) of ``kind`` and check ``options``, without
+    loading anything."""
+    entry = registry(kind).entry(name)
+    argument = name.partition(":")[2] if getattr(entry.spec, "name", name) != name else None
+    checked = check_options(kind, name, declared_options(entry.spec), options or {})
+    return Loaded(kind=kind, name=name, spec=entry.spec, plugin=entry.plugin, argument=argument, options=checked)
+
+
+def load(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Loaded:
+    """Resolve ``name``, check ``options`` and call the spec's ``load`` (with ``argument=`` for
+    ``NAME:ARGUMENT``); :attr:`Loaded.value` is what it returned. An option value the loader
+    rejects (``TypeError`` or ``ValueError``) is a one-line error naming the thing."""
+    found = resolve(kind, name, options)
+    load_fn = getattr(found.spec, "load", None)
+    if not callable(load_fn):
+        raise HarnessError(f"{KINDS[kind].noun} {name!r} is not loaded by name")
+    kwargs = dict(found.options)
+    if found.argument is not None:
+        kwargs["argument"] = found.argument
+    try:
+        value = load_fn(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise HarnessError(f"{KINDS[kind].noun} {name!r}: {exc}") from exc
+    return Loaded(
+        kind=kind, name=name, spec=found.spec, plugin=found.plugin, argument=found.argument,
+        options=found.options, value=value,
+    )

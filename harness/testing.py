@@ -6,7 +6,7 @@ RetrieverCheck(parameters={...}, rankings=[...], first_hit_ranks=[...], accuracy
 
 :func:`check_retriever` loads a retriever, indexes a small corpus, searches it, and raises
 ``AssertionError`` with a message naming the problem when the retriever breaks the
-:class:`harness.types.Retriever` contract. It checks the contract, not quality: the accuracy it
+:class:`harness.api.Retriever` contract. It checks the contract, not quality: the accuracy it
 returns is for the author's own assertions.
 
 Only the standard library and :mod:`harness` are imported, so this module is cheap to import.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.types import (
+from harness.api import (
     Hit,
     InMemoryCorpus,
     Part,
@@ -92,23 +92,25 @@ def _fail(message: str) -> None:
 
 
 def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]) -> tuple[str, Retriever]:
+    from harness.errors import HarnessError
+    from harness.registry import check_options, registry
+
     argument = None
     if isinstance(retriever, str):
-        from harness.registry import retrievers
-
-        spec = retrievers().get(retriever)
-        if spec.name != retriever:  # NAME:ARGUMENT
+        entry = registry("retrievers").entry(retriever)
+        if entry.spec.name != retriever:  # NAME:ARGUMENT
             argument = retriever.partition(":")[2]
-        retriever = spec
+        retriever = entry.spec
     if isinstance(retriever, RetrieverSpec):
         name = retriever.name
         try:
             json.dumps(dict(retriever.options), allow_nan=False)
         except (TypeError, ValueError) as exc:
             _fail(f"retriever {name!r}: RetrieverSpec.options is not JSON-serialisable: {exc}")
-        unknown = sorted(set(options) - set(retriever.options))
-        if unknown:
-            _fail(f"retriever {name!r} declares no option {unknown[0]!r} in RetrieverSpec.options")
+        try:
+            options = check_options("retrievers", name, retriever.options, options)
+        except HarnessError as exc:
+            _fail(f"{exc}: the retriever declares no such option in RetrieverSpec.options")
         loaded = retriever.load(**options, **({"argument": argument} if argument is not None else {}))
     else:
         if options:
@@ -127,16 +129,16 @@ def check_retriever(
     cache_dir: str | Path | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> RetrieverCheck:
-    """Check that a retriever keeps the :class:`~harness.types.Retriever` contract.
+    """Check that a retriever keeps the :class:`~harness.api.Retriever` contract.
 
-    ``retriever`` is a registered retriever's name, a :class:`~harness.types.RetrieverSpec`
+    ``retriever`` is a registered retriever's name, a :class:`~harness.api.RetrieverSpec`
     (loaded with ``options``) or an already-loaded retriever. It indexes ``suite``'s corpus
     (default :func:`toy_suite`) with ``cache_dir`` as its cache (default: a temporary directory,
     removed afterwards), searches every question for ``k`` hits, and raises ``AssertionError`` when:
 
     - ``parameters()`` is not a mapping with string keys that ``json.dumps`` accepts (no NaN);
     - ``search`` does not return one ranking per query, or a ranking holds more than ``k`` hits;
-    - a hit is not a :class:`~harness.types.Hit`, names a passage that is not in the corpus or
+    - a hit is not a :class:`~harness.api.Hit`, names a passage that is not in the corpus or
       one already in the same ranking, or has a score that is not a finite number;
     - a ranking's scores are not sorted best (highest) first;
     - (given a spec) ``RetrieverSpec.options`` is not JSON-serialisable, or ``options`` names an
@@ -177,7 +179,7 @@ def check_retriever(
         previous = math.inf
         for position, hit in enumerate(ranking):
             if not isinstance(hit, Hit):
-                _fail(f"{where}: hit {position} is a {type(hit).__name__}, not a harness.types.Hit")
+                _fail(f"{where}: hit {position} is a {type(hit).__name__}, not a harness.api.Hit")
             try:
                 known = isinstance(hit.passage_id, str) and suite.corpus.get(hit.passage_id) is not None
             except KeyError:
@@ -198,7 +200,7 @@ def check_retriever(
             ids.append(hit.passage_id)
         rankings.append(ids)
 
-    from harness.scoring import first_hit_ranks, top_k_accuracy
+    from harness.scoring.ranks import first_hit_ranks, top_k_accuracy
 
     ranks = first_hit_ranks(suite.questions, rankings, lambda pid: suite.corpus.get(pid).text, mode=suite.match)
     return RetrieverCheck(

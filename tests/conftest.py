@@ -25,3 +25,33 @@ def test_registries():
 
     with registries_with_fake_retrievers():
         yield
+
+
+#: The distribution whose plugins the tests run with; other installed plugins are left out.
+OWN_DISTRIBUTION = "odqa-harness"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_plugins_only():
+    """Tests see this checkout's built-in plugins and nothing else a user may have installed, so
+    their expectations (listings, names, numbers) do not depend on the environment. Tests of
+    discovery itself pass their own entry points or run ``harness`` in a subprocess."""
+    from importlib.metadata import entry_points
+
+    from harness import plugins
+
+    own = [
+        ep
+        for ep in entry_points(group=plugins.ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.metadata["Name"] == OWN_DISTRIBUTION
+    ]
+    real = plugins.load_plugins
+
+    def own_only(eps=None, **kwargs):
+        return real(own if eps is None else eps, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plugins, "load_plugins", own_only)
+        plugins.loaded_plugins.cache_clear()
+        yield
+    plugins.loaded_plugins.cache_clear()

@@ -18,7 +18,7 @@ Upstream: facebookresearch/DPR @ 10ca7200a2549dbf4e9542aa61a6f541e535499f
   line of ``calculate_matches``: ``next((i for i, x in enumerate(question_hits) if x), None)``.
 
 Deliberately slow and literal (no caching, no shortcuts): do not optimise this file, it is what the
-fast implementation in :mod:`harness.matching` / :mod:`harness.scoring` is checked against.
+fast implementation in :mod:`harness.scoring.matching` / :mod:`harness.scoring.ranks` is checked against.
 """
 
 from __future__ import annotations

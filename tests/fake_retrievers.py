@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from harness import hookimpl
-from harness.types import Hit, RetrieverSpec
+from harness.api import Hit, RetrieverSpec
 
 _WORD = re.compile(r"\w+")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.types import InMemoryCorpus, Passage, RunContext
+from harness.api import InMemoryCorpus, Passage, RunContext
 from harness_builtins.bm25 import java
 from harness_builtins.bm25.retriever import BM25Retriever, document_contents
 

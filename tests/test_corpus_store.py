@@ -1,4 +1,4 @@
-"""harness.corpus_store: building, opening and reading on-disk passage stores."""
+"""harness.data.corpus_store: building, opening and reading on-disk passage stores."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import harness.corpus_store as cs
-from harness.corpus_store import CorpusStore, build_store, open_or_build
-from harness.fingerprint import PassageFingerprint, corpus_fingerprint
+import harness.data.corpus_store as cs
+from harness.data.corpus_store import CorpusStore, build_store, open_or_build
+from harness.api.corpus import PassageFingerprint, corpus_fingerprint
 from harness.errors import HarnessError, InputFileError, UnknownNameError
-from harness.types import Corpus, InMemoryCorpus, Passage
+from harness.api import Corpus, InMemoryCorpus, Passage
 
 #: Tricky passages: quotes, tabs and newlines inside text, unicode, empty titles, long text.
 PASSAGES = (

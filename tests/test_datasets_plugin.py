@@ -12,7 +12,7 @@ import pytest
 
 import harness.registry
 from harness.cli.main import main
-from harness.specs import load_catalog
+from harness_builtins.datasets.catalog import catalog
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_a_tampered_question_file_is_rejected(data_dir, monkeypatch, shared_data
     target = data_dir / "anserini-tools" / "topics.dpr.wq.test.txt"
     target.parent.mkdir(parents=True)
     target.write_bytes((shared_data / "dpr-qas" / "topics.dpr.wq.test.txt").read_bytes().replace(b"Jamaican", b"Jamaicon"))
-    from harness.download import ChecksumError
+    from harness.data.download import ChecksumError
 
     with pytest.raises(ChecksumError, match="does not match its pinned checksum"):
         harness.registry.suites().get("wq").load()
@@ -95,7 +95,7 @@ def test_a_user_spec_folder_runs_end_to_end_from_a_mirror(capsys, tmp_path, data
     from harness.registry import KINDS, Registry
 
     monkeypatch.setattr(harness.registry, "_cache", {k: Registry.collect(loaded_plugins().manager, k) for k in KINDS})
-    assert "mini" in load_catalog().suites
+    assert "mini" in catalog().suites
     code = main(["data", "fetch", "mini", "--corpus", "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0, out

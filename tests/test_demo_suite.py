@@ -14,10 +14,10 @@ from importlib import metadata, resources
 import pytest
 
 import harness_builtins.demo as demo
-from harness.matching import AnswerMatcher, has_answer, prepare
+from harness.scoring.matching import AnswerMatcher, has_answer, prepare
 from harness.plugins import new_plugin_manager, register_plugin
 from harness.registry import Registry
-from harness.types import InMemoryCorpus, Suite
+from harness.api import InMemoryCorpus, Suite
 from harness_builtins.demo import generate_world, load_demo_suite
 from harness_builtins.demo.names import Zipf, fold
 from harness_builtins.demo.entities import Entity, answers_of, contains, name_of

@@ -1,5 +1,5 @@
-"""Encoder adaptation on the demo suite: one pair via `harness run --query-encoder/--passage-encoder`,
-and the whole Q x P matrix via `harness matrix`."""
+"""Encoder adaptation on the demo suite: one pair via `harness run -r adapt -o query_encoder=...
+-o passage_encoder=...`, and the whole Q x P matrix via `harness matrix`."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def test_query_encoder_of_one_model_with_passage_encoder_of_another(capsys, tmp_
     assert np.allclose(pair.encoder.encode_passages(passage), alone_p.encoder.encode_passages(passage))
     assert not np.allclose(pair.encoder.encode_queries(question), alone_p.encoder.encode_queries(question))
 
-    code = main(["run", "--query-encoder", str(tiny_models.bert), "--passage-encoder", str(tiny_models.bert_other),
-                 "-s", "demo", "--k", "1,20", "--no-progress",
+    code = main(["run", "-r", "adapt", "-o", f"query_encoder={tiny_models.bert}",
+                 "-o", f"passage_encoder={tiny_models.bert_other}", "-s", "demo", "--k", "1,20", "--no-progress",
                  "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")])
     assert code == 0, capsys.readouterr().err
     data = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
@@ -42,7 +42,9 @@ def test_query_encoder_of_one_model_with_passage_encoder_of_another(capsys, tmp_
     assert off_diagonal[0]["first_hit_ranks"] == data["first_hit_ranks"] or data["depth"] != off_diagonal[0]["depth"]
 
 
-def test_the_flags_go_together(capsys):
-    assert main(["run", "--query-encoder", "minilm", "-s", "demo"]) == 2
-    assert "go together" in capsys.readouterr().err
-    assert main(["run", "-r", "bm25", "--query-encoder", "a", "--passage-encoder", "b", "-s", "demo"]) == 2
+def test_adapt_needs_both_sides(capsys):
+    assert main(["run", "-r", "adapt", "-o", "query_encoder=minilm", "-s", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "adapt needs both" in err
+    assert main(["run", "-r", "adapt", "-o", "query_encoder=minilm", "-o", "passage_encoder=no-such", "-s", "demo"]) == 2
+    assert "neither a registered encoder" in capsys.readouterr().err

@@ -141,7 +141,7 @@ def test_the_corpus_is_streamed_not_materialised(tmp_path):
             return self.n
 
         def __iter__(self):
-            from harness.types import Passage
+            from harness.api import Passage
 
             for i in range(self.n):
                 self.read += 1

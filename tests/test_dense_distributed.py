@@ -16,7 +16,7 @@ import pytest
 from test_dense_models import corpus_of, tiny_bert
 
 from harness.errors import HarnessError
-from harness.types import RunContext
+from harness.api import RunContext
 
 TESTS = Path(__file__).resolve().parent
 WORDS = "alpha beta gamma delta river mountain city music science history king queen war peace".split()
@@ -34,7 +34,7 @@ LAUNCHER = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from harness import hookimpl, registry
     from harness.plugins import loaded_plugins, register_plugin
-    from harness.types import Part, Question, Suite, SuiteSpec
+    from harness.api import Part, Question, Suite, SuiteSpec
     from test_dense_distributed import PASSAGES
     from test_dense_models import corpus_of
 

@@ -112,7 +112,7 @@ def dense_plugin():
 
 
 def corpus_of(passages, name: str = "tiny"):
-    from harness.types import InMemoryCorpus, Passage
+    from harness.api import InMemoryCorpus, Passage
 
     return InMemoryCorpus(name, [Passage(id=i, title=t, text=x) for i, t, x in passages])
 

@@ -13,7 +13,7 @@ import pytest
 from test_dense_models import corpus_of, dense_plugin, tiny_models  # noqa: F401  (fixtures)
 
 from harness.errors import HarnessError
-from harness.types import Part, Question, RunContext, Suite
+from harness.api import Part, Question, RunContext, Suite
 
 PASSAGES = [
     ("1", "Paris", "Paris is the capital of France."),
@@ -169,7 +169,7 @@ def test_matrix_evaluates_every_pair_encoding_each_passage_side_once(dense_plugi
     monkeypatch.setattr(embeddings, "_build_shards",
                         lambda encoder, *a, **kw: encoded.append(encoder.identity()) or original(encoder, *a, **kw))
     models = [
-        matrix.MatrixModel(label="dpr", retriever="dpr-nq",
+        matrix.MatrixModel(label="dpr", encoder="dpr-nq",
                            options={"query_model": str(tiny_models.dpr_question), "passage_model": str(tiny_models.dpr_ctx)}),
         str(tiny_models.bert),  # a directory: one shared encoder
         str(tiny_models.st),  # a sentence-transformers directory
@@ -198,8 +198,8 @@ def test_matrix_evaluates_every_pair_encoding_each_passage_side_once(dense_plugi
     assert {int(k): v for k, v in alone["metrics"]["accuracy"]["macro"].items()} == result.accuracy["bert", "bert"]
     assert len(encoded) == 3  # and reused the matrix's embeddings
     cell = result.results["dpr", "bert"]
-    assert cell["retriever"]["name"] == "dense" and cell["encoder_adaptation"] == {"query": "dpr", "passage": "bert"}
-    from harness.results import validate
+    assert cell["retriever"]["name"] == "adapt" and cell["encoder_adaptation"] == {"query": "dpr", "passage": "bert"}
+    from harness.results.schema import validate
 
     validate(cell, source="matrix cell")
     ranks = cell["first_hit_ranks"]
@@ -208,7 +208,7 @@ def test_matrix_evaluates_every_pair_encoding_each_passage_side_once(dense_plugi
 
 def _with_suite(registry, suite):
     from harness.registry import Entry, Registry
-    from harness.types import SuiteSpec
+    from harness.api import SuiteSpec
 
     entries = dict(registry._entries)
     entries[suite.name] = Entry(SuiteSpec(name=suite.name, description="tiny", load=lambda: suite), "tests")
@@ -232,36 +232,38 @@ def test_matrix_marks_incompatible_sizes(tiny_models, tmp_path, monkeypatch):
     assert result.accuracy["bert", "bert"] is not None and "-" in result.to_markdown()
 
 
-def test_a_module_preset_plugs_an_encoder_in_through_build_encoder(tmp_path, monkeypatch):
-    """Any module's build_encoder(**options) returning an Encoder gets the whole engine."""
-    from harness_builtins.dense import presets
+def test_a_registered_encoder_gets_the_whole_engine(tmp_path):
+    """Any EncoderSpec's encoder runs on the engine; its options go to its loader, the engine's
+    (index, shard size) to the engine, and an option neither declares is refused."""
+    from harness.api import EncoderSpec
     from harness_builtins.dense.retriever import build_retriever
     from test_dense_cache import HashEncoder
 
     seen = {}
 
-    def build_encoder(**options):
+    def load(**options):
         seen.update(options)
-        return HashEncoder(dim=16, tag="fake-module")
+        return HashEncoder(dim=options.get("dim", 16), tag="plugin-encoder")
 
-    module = types.ModuleType("fake_encoder_module")
-    module.build_encoder = build_encoder
-    monkeypatch.setitem(sys.modules, "fake_encoder_module", module)
-    preset = presets.Preset(name="fake", description="", backend="module", module="fake_encoder_module",
-                            defaults={"query_model": None, "max_length": None})
-    retriever = build_retriever(preset, query_model="q-dir", device="cpu")
-    assert seen == {"query_model": "q-dir", "max_length": None, "batch_size": None, "device": "cpu", "precision": "auto"}
+    spec = EncoderSpec(name="fake", description="", load=load, options={"dim": 16, "model": None})
+    retriever = build_retriever(spec, model="q-dir", index="hnsw", hnsw_m=8, shard_size=2)
+    assert seen == {"model": "q-dir"}  # the spec's defaults are the loader's to apply
+    assert retriever.shard_size == 2 and retriever.index_config.parameters()["index"] == "hnsw"
     suite = tiny_suite()
     retriever.index(suite.corpus, context(tmp_path))
     hits = retriever.search(["anything"], 3, context(tmp_path))
-    assert len(hits[0]) == 3 and retriever.parameters()["encoder"] == "fake-module/16"
+    assert len(hits[0]) == 3 and retriever.parameters()["encoder"] == "plugin-encoder/16"
+    with pytest.raises(HarnessError, match="has no option 'dimm'; did you mean 'dim'"):
+        build_retriever(spec, dimm=3)
+    not_an_encoder = EncoderSpec(name="broken", description="", load=lambda: object())
+    with pytest.raises(HarnessError, match="lacks identity"):
+        build_retriever(not_an_encoder)
 
 
-def test_realm_and_art_presets_call_their_encoder_classes(tiny_models, tmp_path, monkeypatch):
-    """The realm / art presets hand their options to RealmEncoder / ArtEncoder.from_pretrained
-    (stand-ins here; dense/realm.py and dense/art.py are tested on their own), and are registered
-    exactly when those modules exist."""
-    from harness_builtins.dense import presets
+def test_realm_and_art_encoders_call_their_encoder_classes(tiny_models, tmp_path, monkeypatch):
+    """The realm / art encoders hand their options to RealmEncoder / ArtEncoder.from_pretrained
+    (stand-ins here; dense/realm.py and dense/art.py are tested on their own)."""
+    from harness_builtins.dense import art, realm
     from harness_builtins.dense.retriever import build_retriever
     from test_dense_cache import HashEncoder
 
@@ -273,12 +275,8 @@ def test_realm_and_art_presets_call_their_encoder_classes(tiny_models, tmp_path,
             calls.append((cls.__name__, path, kwargs))
             return cls(dim=8, tag=cls.__name__)
 
-    realm = types.ModuleType("harness_builtins.dense.realm")
-    realm.RealmEncoder = type("RealmEncoder", (FakeEncoder,), {})
-    art = types.ModuleType("harness_builtins.dense.art")
-    art.ArtEncoder = type("ArtEncoder", (FakeEncoder,), {})
-    monkeypatch.setitem(sys.modules, "harness_builtins.dense.realm", realm)
-    monkeypatch.setitem(sys.modules, "harness_builtins.dense.art", art)
+    monkeypatch.setattr(realm, "RealmEncoder", type("RealmEncoder", (FakeEncoder,), {}))
+    monkeypatch.setattr(art, "ArtEncoder", type("ArtEncoder", (FakeEncoder,), {}))
     build_retriever("realm", query_model=str(tiny_models.bert), passage_model=str(tiny_models.bert_other),
                     device="cpu", batch_size=4)
     assert calls[-1] == ("RealmEncoder", str(tiny_models.bert),
@@ -289,11 +287,6 @@ def test_realm_and_art_presets_call_their_encoder_classes(tiny_models, tmp_path,
     assert len(retriever.search(["q"], 2, context(tmp_path))[0]) == 2
     with pytest.raises(HarnessError, match="model"):
         build_retriever("art", device="cpu")
-    names = set(presets.available_presets())
-    for name in ("realm", "art"):
-        assert (name in names) == presets.module_available(f"harness_builtins.dense.{name}")
-    monkeypatch.setattr(presets, "module_available", lambda module: False)
-    assert not {"realm", "art"} & set(presets.available_presets())
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""harness.download against a real HTTP server on loopback serving the real files of shared/data.
+"""harness.data.download against a real HTTP server on loopback serving the real files of shared/data.
 
 The server (:class:`FaultyServer`) supports ``Range`` (206 + ``Content-Range``, 416) and can be
 told to misbehave: drop the connection after some bytes, corrupt a byte, ignore ``Range``, answer
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import download
-from harness.download import (
+from harness.data import download
+from harness.data.download import (
     ChecksumError,
     DownloadError,
     OfflineError,
@@ -303,7 +303,7 @@ def test_not_found_is_a_one_line_error_naming_the_url(server, tmp_path):
 
 
 def test_unpinned_file_returns_and_reports_its_computed_checksum(server, tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="harness.download"):
+    with caplog.at_level(logging.WARNING, logger="harness.data.download"):
         result = fetch(remote(server, CURATED, None, size=False), data_dir=tmp_path, progress=False)
     assert result.sha256 == CURATED_SHA and not result.verified
     assert CURATED_SHA in caplog.text and "no checksum is pinned" in caplog.text

@@ -20,7 +20,7 @@ import pytest
 from harness import hookimpl
 from harness.errors import HarnessError
 from harness.testing import check_retriever, toy_suite
-from harness.types import Hit, RetrieverSpec, RunContext, SuiteSpec
+from harness.api import Hit, RetrieverSpec, RunContext, SuiteSpec
 from harness_builtins import hybrid as hybrid_plugin
 from harness_builtins.hybrid import default_alpha, hybrid_fuse, rrf_fuse
 

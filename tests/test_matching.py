@@ -1,4 +1,4 @@
-"""harness.matching / harness.scoring against a literal transcription of DPR's has_answer.
+"""harness.scoring.matching / harness.scoring.ranks against a literal transcription of DPR's has_answer.
 
 The oracle is :mod:`dpr_reference` (facebookresearch/DPR ``qa_validation.has_answer`` and DrQA's
 ``SimpleTokenizer``, unchanged). Every comparison here runs both on the same input and requires the
@@ -19,9 +19,9 @@ import regex
 import dpr_reference as ref
 import qa_data
 from regex_witness import regex_witness
-from harness.matching import has_answer
-from harness.scoring import first_hit_ranks, macro_average, top_k_accuracy
-from harness.types import InMemoryCorpus, Passage, Question
+from harness.scoring.matching import has_answer
+from harness.scoring.ranks import first_hit_ranks, macro_average, top_k_accuracy
+from harness.api import InMemoryCorpus, Passage, Question
 
 def nfd(s: str) -> str:
     return unicodedata.normalize("NFD", s)
@@ -513,7 +513,7 @@ def random_answer(text: str, rng: random.Random) -> str:
 
 def test_every_code_point_tokenises_like_the_reference():
     """All of Unicode (surrogates included), code points apart and run together."""
-    from harness.matching import tokenize
+    from harness.scoring.matching import tokenize
 
     for sep in (" ", ""):
         for start in range(0, 0x110000, 4096):

@@ -1,4 +1,4 @@
-"""harness.passages: DPR-style 100-word passage splitting."""
+"""harness.data.passages: DPR-style 100-word passage splitting."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.corpus_store import build_store
+from harness.data.corpus_store import build_store
 from harness.errors import InputFileError
-from harness.passages import DPR_PASSAGE_WORDS, split_article, split_articles
-from harness.types import Passage
+from harness.data.passages import DPR_PASSAGE_WORDS, split_article, split_articles
+from harness.api import Passage
 
 #: Passage 1 of psgs_w100.tsv (title "Aaron"): exactly 100 split() tokens, the title included.
 AARON_1 = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import InputFileError
-from harness.questions import read_questions
+from harness.data.questions import read_questions
 
 SIZES = [
     ("dpr-qas/topics.dpr.nq.test.txt", "dpr-tsv", 3610),

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.atomic import write_text_atomic
+from harness.util.atomic import write_text_atomic
 from harness.errors import InputFileError
-from harness.leaderboard import render
-from harness.results import SCHEMA, read_result, read_results, result_filename, validate, write_result
+from harness.results.leaderboard import render
+from harness.results.schema import SCHEMA, read_result, read_results, result_filename, validate, write_result
 
 
 def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100):
@@ -106,11 +106,13 @@ def test_atomic_write_leaves_nothing_behind_on_failure(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
 
-def cells(markdown: str) -> list[list[str]]:
-    """The data rows of every markdown table, as stripped cells (header and rule lines dropped)."""
-    rows, lines = [], markdown.splitlines()
+def cells(markdown: str, *, details: bool = False) -> list[list[str]]:
+    """The data rows of every markdown table (outside <details> blocks unless ``details``), as
+    stripped cells (header and rule lines dropped)."""
+    rows, lines, folded = [], markdown.splitlines(), False
     for i, line in enumerate(lines):
-        if not line.startswith("|") or set(line) <= set("|-: "):
+        folded = (folded or line.startswith("<details>")) and not line.startswith("</details>")
+        if (folded and not details) or not line.startswith("|") or set(line) <= set("|-: "):
             continue
         if i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") and lines[i + 1].startswith("|"):
             continue  # a header row
@@ -141,7 +143,8 @@ def test_leaderboard_macro_averages_parts_and_shows_each_part(tmp_path):
     ranks = {"P1": {"a": 0, "b": None}, "P2": {"c": 0, "d": 0, "e": 0, "f": None}}
     markdown = _board(tmp_path, [make_result("m", ranks=ranks)])
     # P1 top-1 = 50%, P2 top-1 = 75%: macro 62.50 (not the micro 66.67)
-    main, p1, p2 = cells(markdown)
+    (main,) = cells(markdown)
+    p1, p2 = cells(markdown, details=True)[-2:]
     assert main[2] == "62.50"
     assert "6 questions in 2 parts, macro-averaged" in markdown
     assert p1 == ["P1", "50.00"] and p2 == ["P2", "75.00"]
@@ -173,7 +176,7 @@ def test_results_deeper_than_depth_are_dashes(tmp_path):
 
 
 def test_leaderboard_parameters_are_summarized():
-    from harness.leaderboard import summarize_parameters
+    from harness.results.leaderboard import summarize_parameters
 
     params = {
         "alpha": 1.3,
@@ -182,4 +185,35 @@ def test_leaderboard_parameters_are_summarized():
         "model": "x" * 100,
         "nested": {"a": 1},
     }
-    assert summarize_parameters(params) == f"alpha=1.3, sparse=bm25, components=bm25+minilm, model={'x' * 47}…"
+    expected = f"alpha=1.3, sparse=bm25, components=bm25+minilm, model={'x' * 59}…"
+    assert summarize_parameters(params, width=200) == expected
+
+
+def test_the_summary_is_short_and_made_of_whole_items():
+    from harness.results.leaderboard import SUMMARY_WIDTH, summarize_parameters
+
+    params = {
+        "query_model": "sentence-transformers/all-MiniLM-L6-v2 (sha256:b04a52bc540c)",
+        "passage_model": "sentence-transformers/all-MiniLM-L6-v2 (sha256:b04a52bc540c)",
+        "pooling": "mean",
+        "query_max_length": 64,
+        "passage_max_length": 256,
+        **{f"setting_{i}": "value" for i in range(12)},
+    }
+    summary = summarize_parameters(params)
+    assert summary.startswith("model=sentence-transformers/all-MiniLM-L6-v2, pooling=mean, ")
+    assert "query_max_length=64" in summary and " max_length=" not in summary  # sides that differ stay apart
+    assert "sha256" not in summary and "(" not in summary  # digests are in the details only
+    assert summary.endswith(" more") and len(summary) <= SUMMARY_WIDTH + 20
+    items = summary.split(", ")
+    assert all("=" in item for item in items[:-1]) and items[-1].startswith("… +")
+    shown, hidden = len(items) - 1, int(items[-1].split("+")[1].split()[0])
+    assert shown + hidden == 2 + 1 + 2 + 12 - 1  # query_/passage_model merged into one item
+
+
+def test_cells_cannot_break_the_table(tmp_path):
+    result = make_result(retriever="evil | 1.00 | 2.00", params={"note": "a|b\nc"})
+    markdown = _board(tmp_path, [result])
+    rows = [line for line in markdown.splitlines() if line.startswith("| evil")]
+    assert rows and all(line.count("|") - line.count("\\|") == 8 for line in rows[:1])
+    assert "evil \\| 1.00 \\| 2.00" in markdown and "a\\|b c" in markdown

@@ -1,4 +1,4 @@
-"""harness.runs: reading, writing and scoring run files, checked against pyserini's evaluator.
+"""harness.runfiles.readers: reading, writing and scoring run files, checked against pyserini's evaluator.
 
 The key check (``test_same_numbers_as_pyserini_*``) writes pyserini DPR-run files for generated
 rankings over REAL questions (NQ test and TriviaQA test in string mode, CuratedTREC in regex
@@ -31,9 +31,9 @@ import regex
 import qa_data
 from regex_witness import regex_witness
 from harness.errors import HarnessError, InputFileError
-from harness.matching import has_answer
-from harness.questions import read_questions
-from harness.runs import (
+from harness.scoring.matching import has_answer
+from harness.data.questions import read_questions
+from harness.runfiles.readers import (
     Run,
     RunHit,
     RunWarning,
@@ -43,9 +43,9 @@ from harness.runs import (
     read_run,
     score_run,
 )
-from harness.run_writers import write_dpr_json, write_pyserini_json, write_trec
-from harness.scoring import first_hit_ranks, top_k_accuracy
-from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
+from harness.runfiles.writers import write_dpr_json, write_pyserini_json, write_trec
+from harness.scoring.ranks import first_hit_ranks, top_k_accuracy
+from harness.api import InMemoryCorpus, Part, Passage, Question, Suite
 
 TOPK = [1, 5, 20, 100]
 #: Contexts per question given pyserini-computed has_answer flags (its has_answers is slow).

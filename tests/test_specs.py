@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputFileError
-from harness.questions import FORMATS, read_questions
-from harness.specs import builtin_spec_dir, load_catalog, read_corpus_spec, read_suite_spec
+from harness.data.questions import FORMATS, read_questions
+from harness.data.catalog import load_catalog, read_corpus_spec, read_suite_spec
+from harness_builtins.datasets.catalog import SPEC_DIR
 
-CATALOG = load_catalog([builtin_spec_dir()])
+CATALOG = load_catalog([SPEC_DIR])
 PARTS = [(s.name, p) for s in CATALOG.suites.values() for p in s.parts]
 
 #: Published sizes (PROTOCOL section 3, shared/data/README.md).
@@ -81,7 +82,7 @@ def test_suites_have_their_published_sizes(shared_data, name, size):
 def test_nq_open_from_anserini_and_from_google_agree(shared_data):
     a = read_questions(local_copy(shared_data, CATALOG.suites["nq-open"].parts[0].file.url), "dpr-tsv")
     b = read_questions(local_copy(shared_data, CATALOG.suites["nq-open-google"].parts[0].file.url), "jsonl")
-    from harness.matching import tokenize
+    from harness.scoring.matching import tokenize
 
     # The same questions in another order, and two kinds of difference in the answers:
     # - Google's file writes no-break spaces where anserini-tools' has spaces (DPR's tokenizer

@@ -86,12 +86,28 @@ BROKEN_SOURCE = """\
 
 DUPLICATE_SOURCE = """\
     from harness import hookimpl
-    from harness.types import RetrieverSpec
+    from harness.api import RetrieverSpec
 
 
     @hookimpl
     def register_retrievers(register):
         register(RetrieverSpec(name="bm25", description="a second bm25", load=lambda: None))
+"""
+
+RAISING_SOURCE = """\
+    from harness import hookimpl
+    from harness.api import RetrieverSpec
+
+
+    @hookimpl
+    def register_retrievers(register):
+        register(RetrieverSpec(name="raising-one", description="registered, then the hook raises", load=lambda: None))
+        raise RuntimeError("register_retrievers is broken on purpose")
+
+
+    @hookimpl
+    def register_commands(cli):
+        raise RuntimeError("register_commands is broken on purpose")
 """
 
 TYPO_SOURCE = """\
@@ -122,7 +138,7 @@ def pip_install(jobs: dict[str, tuple[Path, Path]]) -> None:
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory) -> dict[str, Path]:
-    """Site directories, one per installed distribution: example, broken, duplicate, typo."""
+    """Site directories, one per installed distribution: example, broken, duplicate, typo, raising."""
     root = tmp_path_factory.mktemp("third-party")
     example_src = root / "src" / "harness-plugin-example"
     # Build from a copy: pip builds in the source tree and would leave build/ and *.egg-info there.
@@ -135,6 +151,8 @@ def sites(tmp_path_factory) -> dict[str, Path]:
                                         entry="dup", module="harness_duplicate_plugin", source=DUPLICATE_SOURCE),
         "typo": write_distribution(root / "src" / "typo", dist="harness-typo-plugin", version="0.1.0",
                                    entry="typo", module="harness_typo_plugin", source=TYPO_SOURCE),
+        "raising": write_distribution(root / "src" / "raising", dist="harness-raising-plugin", version="0.3.0",
+                                      entry="raising", module="harness_raising_plugin", source=RAISING_SOURCE),
     }
     targets = {name: root / "site" / name for name in sources}
     pip_install({name: (sources[name], targets[name]) for name in sources})
@@ -195,7 +213,7 @@ def line_for(name: str, output: str) -> str:
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 2, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("harness: warning: ")]
     assert len(lines) == 1, f"expected a one-line error, got:\n{proc.stderr}"
     assert lines[0].startswith("harness: error: ")
     return lines[0]
@@ -208,12 +226,14 @@ def test_plugins_lists_the_example_distribution(harness):
     line = line_for("example", ok(harness("plugins")))
     assert "harness-plugin-example 0.1.0" in line
     assert "(harness_plugin_example)" in line
-    assert "hooks: register_commands, register_retrievers, register_suites" in line
+    assert "hooks: register_commands, register_encoders, register_retrievers, register_suites" in line
 
 
 def test_list_shows_the_example_retriever_and_suite(harness):
     retrievers = ok(harness("list", "retrievers"))
     assert "word" in line_for("example-overlap", retrievers)
+    assert "[encoder from plugin 'example']" in line_for("example-hashing", retrievers)
+    assert "hashed bag-of-words" in line_for("example-hashing", ok(harness("list", "encoders")))
     suites = ok(harness("list", "suites"))
     assert line_for("example-capitals", suites).endswith("[synthetic]")
 
@@ -324,21 +344,89 @@ def test_strict_mode_makes_a_broken_plugin_fatal(sites, unavailable_builtins, tm
     assert not harness.results.exists()
 
 
-def test_duplicate_retriever_name_is_an_error(sites, unavailable_builtins, tmp_path):
+def test_duplicate_retriever_name_is_unusable_and_the_rest_works(sites, unavailable_builtins, tmp_path):
     if "bm25" in unavailable_builtins:
         pytest.skip("the built-in bm25 plugin does not load in this checkout")
     harness = Harness([sites["duplicate"]], tmp_path, unavailable_builtins)
-    line_for("dup", ok(harness("plugins")))  # the plugin itself loads
-    error = one_line_error(harness("list", "retrievers"))
+    error = one_line_error(harness("list", "retrievers"))  # strict mode: an error at once
     assert "'bm25'" in error and "'dup'" in error and "two plugins" in error
     ok(harness("list", "metrics"))  # other kinds are unaffected
+
+    lenient = Harness([sites["duplicate"]], tmp_path, unavailable_builtins, strict=False)
+    listing = ok(lenient("list", "retrievers"))
+    assert "UNUSABLE: provided by 'bm25' and 'dup'" in line_for("bm25", listing)
+    line_for("dpr-nq", listing)
+    error = one_line_error(lenient("run", "-r", "bm25", "-s", "demo"))
+    assert "retriever 'bm25' is provided by two plugins: 'bm25' and 'dup'" in error
+    listing = ok(lenient("plugins")).splitlines()
+    assert [line for line in listing if line.startswith("dup ") and "FAILED IN register_retrievers" in line]
+
+
+@pytest.mark.slow
+def test_a_raising_plugin_leaves_plugins_and_bm25_working(sites, unavailable_builtins, tmp_path):
+    if "bm25" in unavailable_builtins:
+        pytest.skip("the built-in bm25 plugin does not load in this checkout")
+    lenient = Harness([sites["raising"]], tmp_path, unavailable_builtins, strict=False)
+    proc = lenient("plugins")
+    out = ok(proc)
+    failures = [line for line in out.splitlines() if line.startswith("raising ")]
+    assert any("FAILED IN register_retrievers: RuntimeError: register_retrievers is broken on purpose" in f for f in failures)
+    assert any("FAILED IN register_commands: RuntimeError: register_commands is broken on purpose" in f for f in failures)
+    assert "Traceback" not in proc.stderr
+    assert "raising-one" not in ok(lenient("list", "retrievers"))  # a failed hook contributes nothing
+    run = lenient("run", "--retriever", "bm25", "--suite", "demo", "--no-progress")
+    out = ok(run)
+    assert "macro average (24 parts)" in out and "46.53" in out
+    assert "plugin 'raising'" in run.stderr and "failed in register_commands" in run.stderr
+
+    strict = Harness([sites["raising"]], tmp_path, unavailable_builtins)
+    error = one_line_error(strict("plugins"))
+    assert "'raising'" in error and "register_commands is broken on purpose" in error
+
+
+def test_example_encoder_runs_through_the_dense_engine(harness, sites):
+    """`register_encoders` is all it takes: the dense engine embeds, caches and searches. Each
+    question's top 5 from the engine is an exact top 5 of a brute-force inner product with the
+    same encoder (same scores; passages with equal scores may come in either order)."""
+    import numpy as np
+
+    out = ok(harness("run", "-r", "example-hashing", "-s", "example-capitals", "--k", "1,5", "-o", "dim=64",
+                     "--no-progress", "--save-run", "--runs-dir", str(harness.workdir / "runs")))
+    assert "retriever example-hashing (" in out and "dim=64" in out
+    (file,) = harness.results.glob("example-capitals--example-hashing--*.json")
+    result = json.loads(file.read_text(encoding="utf-8"))
+    assert result["retriever"]["plugin"] == "dense" and result["retriever"]["parameters"]["dim"] == 64
+    (trec,) = (harness.workdir / "runs").glob("*.trec")
+    run: dict[str, list[tuple[str, float]]] = {}
+    for line in trec.read_text(encoding="utf-8").splitlines():
+        qid, _, pid, _, score, _ = line.split()
+        run.setdefault(qid, []).append((pid, float(score)))
+
+    sys.path.insert(0, str(sites["example"]))
+    try:
+        from harness_plugin_example.encoder import HashingEncoder
+        from harness_plugin_example.suite import capitals_suite
+    finally:
+        sys.path.remove(str(sites["example"]))
+    suite, encoder = capitals_suite(), HashingEncoder(dim=64)
+    ids = [p.id for p in suite.corpus]
+    # the engine stores passage vectors as float16 and searches them exactly
+    stored = encoder.encode_passages([(p.title, p.text) for p in suite.corpus]).astype(np.float16).astype(np.float32)
+    scores = encoder.encode_queries([q.text for q in suite.questions]) @ stored.T
+    assert sorted(run) == sorted(q.id for q in suite.questions)
+    for row, question in zip(scores, suite.questions):
+        hits = run[question.id]
+        assert len(hits) == 5
+        for pid, score in hits:
+            assert score == pytest.approx(float(row[ids.index(pid)]), abs=1e-5)
+        assert [s for _, s in hits] == pytest.approx(sorted(row, reverse=True)[:5], abs=1e-5)
 
 
 def test_misspelled_hook_is_reported(sites, unavailable_builtins, tmp_path):
     lenient = Harness([sites["typo"]], tmp_path, unavailable_builtins, strict=False)
     line = line_for("typo", ok(lenient("plugins")))
     assert "harness-typo-plugin 0.1.0" in line and "FAILED" in line
-    assert "unknown hook(s) register_retreivers" in line
+    assert "implements unknown hook(s) register_retreivers" in line
 
     strict = Harness([sites["typo"]], tmp_path, unavailable_builtins)
     error = one_line_error(strict("plugins"))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harness.errors import HarnessError
-from harness.paths import LEADERBOARD_FILE, default_results_dir
+from harness.util.paths import LEADERBOARD_FILE, default_results_dir
 
 
 @click.command("leaderboard")
@@ -16,9 +16,9 @@ from harness.paths import LEADERBOARD_FILE, default_results_dir
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when OUTPUT differs from what the results give.")
 def leaderboard(results_dir: Path | None, output: Path, check: bool) -> None:
     """Regenerate the markdown leaderboard from result files."""
-    from harness.atomic import write_text_atomic
-    from harness.leaderboard import render
-    from harness.results import read_results
+    from harness.util.atomic import write_text_atomic
+    from harness.results.leaderboard import render
+    from harness.results.schema import read_results
 
     results_dir = results_dir or default_results_dir()
     results = read_results(results_dir)

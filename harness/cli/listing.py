@@ -10,12 +10,15 @@ from harness.registry import KINDS, registry
 @click.command("list")
 @click.argument("kind", type=click.Choice(sorted(KINDS)))
 def list_command(kind: str) -> None:
-    """List installed retrievers, suites or metrics, one per line."""
-    entries = [(_usage(spec), spec) for spec in registry(kind)]
+    """List installed retrievers, suites, metrics or encoders, one per line."""
+    found = registry(kind)
+    entries = [(_usage(spec), spec) for spec in found]
     width = max((len(usage) for usage, _ in entries), default=0)
     for usage, spec in entries:
         marker = " [synthetic]" if getattr(spec, "synthetic", False) else ""
         click.echo(f"{usage:<{width}}  {spec.description}{marker}")
+    for name, plugins in sorted(found.conflicts.items()):
+        click.echo(f"{name}  UNUSABLE: provided by {' and '.join(repr(p) for p in plugins)}")
 
 
 def _usage(spec) -> str:
@@ -26,13 +29,18 @@ def _usage(spec) -> str:
 
 @click.command("plugins")
 def plugins_command() -> None:
-    """List installed plugins with their versions and hooks, and any that failed to load."""
+    """List installed plugins with their versions and hooks, and every failure: plugins that did
+    not load and hooks that raised (each plugin's registrations are collected to find them)."""
     from harness.plugins import loaded_plugins
 
     loaded = loaded_plugins()
+    loaded.notify = None  # listed below instead of warned about
+    for kind in KINDS:
+        registry(kind)
     for p in loaded.plugins:
         click.echo(f"{p.name}  {p.distribution} {p.version}  ({p.module})  hooks: {', '.join(p.hooks) or '-'}")
     for f in loaded.failures:
-        click.echo(f"{f.name}  {f.distribution} {f.version}  FAILED TO LOAD: {f.error}")
+        stage = "FAILED TO LOAD" if f.stage == "load" else f"FAILED IN {f.stage}"
+        click.echo(f"{f.name}  {f.distribution} {f.version}  {stage}: {f.error}")
     if not loaded.plugins and not loaded.failures:
         click.echo("no plugins installed")

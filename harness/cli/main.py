@@ -22,9 +22,19 @@ def _group() -> click.Group:
     return cli
 
 
+def _warn(failure) -> None:
+    click.echo(
+        f"harness: warning: {failure.describe()}; skipped (HARNESS_STRICT_PLUGINS=1 makes this an error)",
+        err=True,
+    )
+
+
 def build_cli() -> click.Group:
-    """A new command group: the built-in commands, then each plugin's ``register_commands``."""
-    from harness.cli.data import data
+    """A new command group: the built-in commands, then each plugin's ``register_commands``.
+
+    A plugin whose ``register_commands`` raises, or that adds a command under a name already
+    taken, is recorded as failed and its commands are left out; every other command works.
+    """
     from harness.cli.leaderboard import leaderboard
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
@@ -32,30 +42,27 @@ def build_cli() -> click.Group:
     from harness.plugins import loaded_plugins
 
     cli = _group()
-    for command in (run, score, leaderboard, list_command, plugins_command, data):
+    for command in (run, score, leaderboard, list_command, plugins_command):
         cli.add_command(command)
     owners = {name: "harness" for name in cli.commands}
 
     loaded = loaded_plugins()
     for failure in loaded.failures:
-        click.echo(
-            f"harness: warning: plugin {failure.name!r} ({failure.distribution} {failure.version}) "
-            f"failed to load and was skipped: {failure.error} (HARNESS_STRICT_PLUGINS=1 makes this an error)",
-            err=True,
-        )
+        _warn(failure)
+    loaded.notify = _warn
     for impl in loaded.manager.hook.register_commands.get_hookimpls():
         before = dict(cli.commands)
         try:
             impl.function(cli=cli)
-        except Exception as exc:
-            raise HarnessError(
-                f"plugin {impl.plugin_name!r} failed in register_commands: {type(exc).__name__}: {exc}"
-            ) from exc
-        for name, command in cli.commands.items():
-            if name in before and before[name] is not command:
-                raise HarnessError(
-                    f"command {name!r} is defined by both {owners[name]!r} and plugin {impl.plugin_name!r}"
-                )
+            for name, command in cli.commands.items():
+                if name in before and before[name] is not command:
+                    raise HarnessError(f"command {name!r} is already defined by {owners[name]!r}")
+        except (Exception, SystemExit) as exc:
+            cli.commands.clear()
+            cli.commands.update(before)
+            loaded.fail(impl.plugin_name, "register_commands", str(exc) if isinstance(exc, HarnessError) else exc)
+            continue
+        for name in cli.commands:
             owners.setdefault(name, impl.plugin_name)
     return cli
 

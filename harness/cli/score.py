@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.run import parse_k_option
-from harness.paths import default_results_dir
+from harness.cli.common import no_progress_option, parse_k_option
+from harness.util.paths import default_results_dir
 
 
 @click.command("score")
@@ -18,23 +18,25 @@ from harness.paths import default_results_dir
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
-def score(suite, run_file, fmt, name, k_values, metrics, results_dir) -> None:
+@no_progress_option
+def score(suite, run_file, fmt, name, k_values, metrics, results_dir, no_progress) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
 
     Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON.
     Passage text carried by the file is scored directly; otherwise passages are looked up in
     the suite's corpus.
     """
-    from harness.report import format_result_table
-    from harness.results import write_result
-    from harness.score_run import score_file
+    from harness.results.report import format_result_table
+    from harness.results.schema import write_result
+    from harness.runfiles.score import score_file
+    from harness.scoring.metrics import DEFAULT_METRIC
 
     def warn(message: str) -> None:
         click.echo(f"harness: warning: {message}", err=True)
 
     result = score_file(
         suite, run_file, format=fmt, name=name, k=parse_k_option(k_values),
-        metrics=list(metrics) or ["accuracy"], warn=warn,
+        metrics=list(metrics) or [DEFAULT_METRIC], warn=warn,
     )
     path = write_result(result, results_dir or default_results_dir())
     click.echo(format_result_table(result))

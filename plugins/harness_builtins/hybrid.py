@@ -46,7 +46,7 @@ from typing import Any
 
 from harness import hookimpl
 from harness.errors import HarnessError
-from harness.types import Corpus, Hit, Retriever, RetrieverSpec, RunContext
+from harness.api import Corpus, Hit, Retriever, RetrieverSpec, RunContext
 
 #: Each side's hits considered by default: pyserini's ``--hits`` (hybrid) and ``--depth`` (fusion).
 DEFAULT_DEPTH = 1000
@@ -228,14 +228,13 @@ def split_components(owner: str, argument: str | None, usage: str) -> list[str]:
 
 def load_component(owner: str, name: str) -> Component:
     """Load registered retriever ``name`` (``PREFIX:ARGUMENT`` too) with its default options."""
-    from harness.registry import retrievers
+    from harness import registry
 
     try:
-        entry = retrievers().entry(name)
+        loaded = registry.load("retrievers", name)
     except HarnessError as exc:
         raise HarnessError(f"{owner}: {exc}") from exc
-    argument = name.partition(":")[2] if entry.spec.name != name else None
-    return Component(name, entry.spec.load(**({"argument": argument} if argument is not None else {})))
+    return Component(name, loaded.value)
 
 
 def _load_all(owner: str, names: Sequence[str]) -> list[Component]:

@@ -1,10 +1,9 @@
-"""Built-in metrics over first-hit ranks."""
+"""Built-in metrics over first-hit ranks besides the core's ``accuracy``."""
 
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.scoring import top_k_accuracy
-from harness.types import FirstHitRanks, MetricSpec
+from harness.api import FirstHitRanks, MetricSpec
 
 
 def mean_reciprocal_rank(ranks: FirstHitRanks, k: int) -> float:
@@ -17,14 +16,6 @@ def mean_reciprocal_rank(ranks: FirstHitRanks, k: int) -> float:
 
 @hookimpl
 def register_metrics(register):
-    register(
-        MetricSpec(
-            name="accuracy",
-            description="top-k retrieval accuracy (DPR): share of questions with an answer in the top k",
-            compute=top_k_accuracy,
-            label="top-{k}",
-        )
-    )
     register(
         MetricSpec(
             name="mrr",

@@ -13,9 +13,9 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 import qa_data  # noqa: E402
-from harness.types import Question  # noqa: E402
+from harness.api import Question  # noqa: E402
 
-#: The issue's workload: the top-100 of the 3,610 NQ test questions.
+#: The workload: the top-100 of the 3,610 NQ test questions.
 DEPTH = 100
 POOL_SIZE = 20_000
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.corpus_store import CorpusStore
+from harness.data.corpus_store import CorpusStore
 
 N_PASSAGES = 1_000_000
 WORDS = 100
@@ -109,7 +109,7 @@ def peak_kb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 import numpy, pyarrow  # imported before the baseline: the figure is the build's own growth
-import harness.corpus_store as cs
+import harness.data.corpus_store as cs
 baseline = peak_kb()
 start = time.perf_counter()
 store = cs.build_store(sys.argv[1], sys.argv[2], name="bench", progress=False)

@@ -1,7 +1,7 @@
-"""Scoring speed: harness.scoring.first_hit_ranks vs DPR's per-pair has_answer, same input.
+"""Scoring speed: harness.scoring.ranks.first_hit_ranks vs DPR's per-pair has_answer, same input.
 
-The issue: "the top-100 of 3,610 questions (361,000 question-passage checks) in a couple of seconds
-on one core: tokenise each distinct passage once, not once per question". The reference side does
+The target: the top-100 of 3,610 questions (361,000 question-passage checks) in a couple of seconds
+on one core, by tokenising each distinct passage once, not once per question. The reference side does
 what DPR's ``calculate_matches`` / ``check_answer`` do: ``has_answer`` on every one of the 100
 passages of every question (re-tokenising the passage each time), then the first hit.
 
@@ -21,7 +21,7 @@ from collections import Counter
 import pytest
 
 import dpr_reference as ref
-from harness.scoring import first_hit_ranks, top_k_accuracy
+from harness.scoring.ranks import first_hit_ranks, top_k_accuracy
 
 #: Harness timings recorded by the first benchmark, for the ratio the second one reports.
 _HARNESS: dict[str, float] = {}

@@ -25,3 +25,9 @@ def test_suite_is_well_formed():
     for question in suite.questions:
         # every question has a passage whose text contains its answer
         assert any(answer in passage.text for answer in question.answers for passage in suite.corpus)
+
+
+def test_encoder_runs_on_the_dense_engine(tmp_path):
+    # The dense plugin offers every registered encoder as a retriever of the same name.
+    check = check_retriever("example-hashing", suite=capitals_suite(), k=5, cache_dir=tmp_path)
+    assert check.parameters["dim"] == 256 and check.parameters["similarity"] == "inner_product"

@@ -8,7 +8,7 @@ imported only when BM25 runs.
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.types import RetrieverSpec
+from harness.api import RetrieverSpec
 
 DEFAULTS = {"k1": 0.9, "b": 0.4}
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.progress import progress
-from harness.types import Corpus, Hit, Passage, RunContext
+from harness.util.progress import progress
+from harness.api import Corpus, Hit, Passage, RunContext
 
 from harness_builtins.bm25.java import anserini_jar, start_jvm
 

@@ -1,8 +1,9 @@
-"""The real benchmark suites, one per spec in ``datasets_spec/`` (NQ, TriviaQA, WebQuestions,
-CuratedTREC, SQuAD, EntityQuestions, ...).
+"""The real benchmark suites, one per spec in ``specs/`` (NQ, TriviaQA, WebQuestions,
+CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of ``$HARNESS_SPEC_PATH``; and the
+``harness data`` command (fetch, verify, split, where).
 
 Registering reads only the small TOML specs. Loading a suite fetches its question files (with
-checksums; see :mod:`harness.download`) and gives it a corpus that is opened, and if need be
+checksums; see :mod:`harness.data.download`) and gives it a corpus that is opened, and if need be
 downloaded and converted, only when a passage is first needed.
 """
 
@@ -11,8 +12,8 @@ from __future__ import annotations
 import functools
 
 from harness import hookimpl
-from harness.specs import load_catalog
-from harness.types import SuiteSpec
+from harness.plugins import strict_mode
+from harness.api import SuiteSpec
 
 
 def _load(name: str):
@@ -23,7 +24,9 @@ def _load(name: str):
 
 @hookimpl
 def register_suites(register):
-    for spec in load_catalog().suites.values():
+    from harness_builtins.datasets.catalog import catalog
+
+    for spec in catalog(strict=strict_mode()).suites.values():
         register(
             SuiteSpec(
                 name=spec.name,
@@ -32,3 +35,10 @@ def register_suites(register):
                 match=spec.match,
             )
         )
+
+
+@hookimpl
+def register_commands(cli):
+    from harness_builtins.datasets.commands import data
+
+    cli.add_command(data)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.corpora import LazyCorpus
-from harness.download import FetchResult, RemoteFile, data_dir, fetch
-from harness.questions import read_questions
-from harness.specs import CorpusDatasetSpec, FileSpec, load_catalog
-from harness.types import Corpus, Part, Suite
+from harness.data.corpora import LazyCorpus
+from harness.data.download import FetchResult, RemoteFile, data_dir, fetch
+from harness.data.questions import read_questions
+from harness.data.catalog import CorpusDatasetSpec, FileSpec
+from harness.api import Corpus, Part, Suite
+
+from harness_builtins.datasets.catalog import catalog
 
 
 def fetch_file(file: FileSpec, *, progress: bool = True) -> FetchResult:
@@ -17,15 +19,15 @@ def fetch_file(file: FileSpec, *, progress: bool = True) -> FetchResult:
 
 
 def load_suite(name: str, *, progress: bool = True) -> Suite:
-    catalog = load_catalog()
-    spec = catalog.suites[name]
+    found = catalog()
+    spec = found.suites[name]
     parts = []
     several = len(spec.parts) > 1
     for part in spec.parts:
         path = fetch_file(part.file, progress=progress).path
         prefix = f"{part.name}-" if several else ""
         parts.append(Part(name=part.name, questions=read_questions(path, part.file.format, id_prefix=prefix)))
-    corpus_spec = catalog.corpora[spec.corpus]
+    corpus_spec = found.corpora[spec.corpus]
     return Suite(
         name=spec.name,
         parts=tuple(parts),
@@ -44,7 +46,7 @@ def open_corpus(spec: CorpusDatasetSpec, *, progress: bool = True) -> Corpus:
         from harness_builtins.datasets.squad import squad_paragraph_corpus
 
         return squad_paragraph_corpus(fetched.path, name=spec.name)
-    from harness.corpus_store import CorpusStore, build_store
+    from harness.data.corpus_store import CorpusStore, build_store
 
     store_dir = data_dir() / "stores" / f"{spec.name}-{fetched.sha256[:16]}"
     if store_dir.exists():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.passages import split_article
-from harness.questions import load_squad
-from harness.types import InMemoryCorpus, Passage
+from harness.data.passages import split_article
+from harness.data.questions import load_squad
+from harness.api import InMemoryCorpus, Passage
 
 
 def squad_paragraph_corpus(path: Path, *, name: str) -> InMemoryCorpus:

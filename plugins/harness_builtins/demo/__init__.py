@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from harness import hookimpl
-from harness.types import Suite, SuiteSpec
+from harness.api import Suite, SuiteSpec
 
 from .world import DEFAULT_SEED, DESCRIPTION, Entity, World, generate_world
 

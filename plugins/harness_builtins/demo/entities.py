@@ -57,7 +57,7 @@ def answers_of(objects: Sequence[Entity | str]) -> tuple[str, ...]:
 
 
 def contains(text: str, answer: str) -> bool:
-    """DPR's string match (:func:`harness.matching.has_answer`) of one answer in one passage text,
+    """DPR's string match (:func:`harness.scoring.matching.has_answer`) of one answer in one passage text,
     for the generator's texts (NFC, single spaces, no control characters): lowercased, the answer
     must occur where a token boundary lies on each side, unless that side of the answer is a
     punctuation mark (a token by itself). Both arguments lowercased already."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.types import Passage
+from harness.api import Passage
 
 from . import text as T
 from . import values as V

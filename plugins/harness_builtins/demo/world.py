@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate
 
-from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
+from harness.api import InMemoryCorpus, Part, Passage, Question, Suite
 
 from . import text as T
 from . import values as V

@@ -1,13 +1,19 @@
-"""Dense retrievers: DPR, Contriever, any sentence-transformers model, MiniLM offline, a generic
-dual encoder, and (when their modules are present) REALM and ART, all on one engine.
+"""Dense retrieval: one engine for every encoder, built-in or a plugin's.
 
-- :mod:`~harness_builtins.dense.encoders`: the :class:`Encoder` protocol; transformers and
-  sentence-transformers encoders (pooling, input formats, length-sorted batches, autocast on GPU).
+The plugin registers the built-in encoders (DPR, Contriever, any sentence-transformers model,
+MiniLM offline, a generic dual encoder, REALM, ART) through ``register_encoders``, like any other
+plugin, and offers **every** registered encoder, its own and other plugins', as a retriever of the
+same name on the dense engine:
+
+- :mod:`~harness_builtins.dense.encoders`: transformers and sentence-transformers encoders
+  (pooling, input formats, length-sorted batches, autocast on GPU).
 - :mod:`~harness_builtins.dense.embeddings`: corpus embeddings cached on disk as float16 shards.
 - :mod:`~harness_builtins.dense.index`: faiss indexes (exact inner product, HNSW, IVF-PQ).
-- :mod:`~harness_builtins.dense.retriever`: the retriever and the loader used by every preset.
-- :mod:`~harness_builtins.dense.presets`: the presets, as data.
-- :mod:`~harness_builtins.dense.matrix`: the encoder-adaptation Q x P matrix.
+- :mod:`~harness_builtins.dense.retriever`: the retriever, built from an encoder and options.
+- :mod:`~harness_builtins.dense.presets`: the built-in encoders, as data.
+- :mod:`~harness_builtins.dense.adapt` and :mod:`~harness_builtins.dense.matrix`: encoder
+  adaptation, one pair (``-r adapt``) or the whole Q x P matrix (``harness matrix``).
+- :mod:`~harness_builtins.dense.distributed`: encoding a corpus on every rank of a torchrun job.
 
 Registering imports only :mod:`~harness_builtins.dense.presets` (no torch, transformers or faiss);
 they are imported when a dense retriever is loaded.
@@ -17,43 +23,51 @@ from __future__ import annotations
 
 import functools
 
-from harness import hookimpl
-from harness.types import RetrieverSpec
+from harness import hookimpl, registry
+from harness.api import RetrieverSpec
 
-from harness_builtins.dense.presets import ENGINE_OPTIONS, Preset, available_presets
+from harness_builtins.dense.presets import INDEX_OPTIONS, RUNTIME_OPTIONS, encoder_specs
 
 
-def load(preset: Preset, **options):
+def _load(encoder: str, **options):
     from harness_builtins.dense.retriever import build_retriever
 
-    return build_retriever(preset, **options)
-
-
-@hookimpl
-def register_retrievers(register):
-    for preset in available_presets().values():
-        register(
-            RetrieverSpec(
-                name=preset.name,
-                description=preset.description,
-                load=functools.partial(load, preset),
-                options=preset.options,
-            )
-        )
-    register(
-        RetrieverSpec(
-            name="adapt",
-            description="encoder adaptation: -o query_encoder=MODEL -o passage_encoder=MODEL (presets or directories)",
-            load=_load_adapted,
-            options={"query_encoder": None, "passage_encoder": None, **ENGINE_OPTIONS},
-        )
-    )
+    return build_retriever(encoder, **options)
 
 
 def _load_adapted(**options):
     from harness_builtins.dense.adapt import build_adapted
 
     return build_adapted(**options)
+
+
+@hookimpl
+def register_encoders(register):
+    for spec in encoder_specs():
+        register(spec)
+
+
+@hookimpl
+def register_retrievers(register):
+    for entry in registry.encoders().entries():
+        spec = entry.spec
+        owner = "" if entry.plugin == "dense" else f" [encoder from plugin {entry.plugin!r}]"
+        register(
+            RetrieverSpec(
+                name=spec.name,
+                description=spec.description + owner,
+                load=functools.partial(_load, spec.name),
+                options={**spec.options, **INDEX_OPTIONS},
+            )
+        )
+    register(
+        RetrieverSpec(
+            name="adapt",
+            description="encoder adaptation: -o query_encoder=ENCODER_OR_DIR -o passage_encoder=ENCODER_OR_DIR",
+            load=_load_adapted,
+            options={"query_encoder": None, "passage_encoder": None, **RUNTIME_OPTIONS, **INDEX_OPTIONS},
+        )
+    )
 
 
 @hookimpl

@@ -1,10 +1,10 @@
 """Encoder adaptation for one pair: the question encoder of one model with the passage encoder of
-another (Li & Lin), as a retriever: ``harness run --query-encoder dpr-nq --passage-encoder
-dpr-multi`` or ``-r adapt -o query_encoder=... -o passage_encoder=...``.
+another (Li & Lin), as a retriever: ``harness run -r adapt -o query_encoder=dpr-nq -o
+passage_encoder=dpr-multi --suite nq``.
 
-Each side is any model :func:`~harness_builtins.dense.matrix.resolve_model` accepts (a dense
-preset name or a model directory), loaded with its own preset's settings (pooling, input format,
-max length); the passage side's index and embedding cache settings are used.
+Each side is any model :func:`~harness_builtins.dense.matrix.resolve_model` accepts (a registered
+encoder's name or a model directory), loaded with its own settings (pooling, input format, max
+length); the passage side's index and embedding cache settings are used.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ from harness.errors import HarnessError
 
 from harness_builtins.dense.encoders import DualEncoder, sides
 from harness_builtins.dense.matrix import resolve_model
-from harness_builtins.dense.retriever import DenseRetriever, build_retriever
+from harness_builtins.dense.retriever import DenseRetriever
 
 
 def build_adapted(query_encoder: str | None = None, passage_encoder: str | None = None, **engine: Any) -> DenseRetriever:
     if not query_encoder or not passage_encoder:
-        raise HarnessError("adapt needs both -o query_encoder=MODEL and -o passage_encoder=MODEL")
-    query_model, passage_model = resolve_model(query_encoder), resolve_model(passage_encoder)
-    query_side = build_retriever(query_model.retriever, **{**engine, **query_model.options})
-    passage_side = build_retriever(passage_model.retriever, **{**engine, **passage_model.options})
+        raise HarnessError("adapt needs both -o query_encoder=ENCODER_OR_DIR and -o passage_encoder=ENCODER_OR_DIR")
+    query_side = resolve_model(query_encoder).build(engine)
+    passage_side = resolve_model(passage_encoder).build(engine)
     query = sides(query_side.encoder)[0]
     passage = sides(passage_side.encoder)[1]
     return DenseRetriever(

@@ -102,7 +102,7 @@ import torch
 
 from harness.errors import InputFileError
 
-from .convert import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
+from harness_builtins.dense.checkpoints import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
 
 ART_FORMAT = "harness.art-dual-encoder"
 ART_FORMAT_VERSION = 1
@@ -559,6 +559,18 @@ class ArtEncoder:
         return self._identity[1]
 
 
-def load_art(path: str | os.PathLike, **kwargs: Any) -> ArtEncoder:
-    """:meth:`ArtEncoder.from_pretrained`."""
-    return ArtEncoder.from_pretrained(path, **kwargs)
+def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, batch_size: int | None = None,
+                     device: str | None = "auto") -> ArtEncoder:
+    """The ``art`` encoder: :meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory."""
+    from harness.errors import HarnessError
+
+    from harness_builtins.dense.encoders import resolve_device
+
+    if not model:
+        raise HarnessError("encoder 'art' needs -o model=DIR (ART's checkpoint converted with `harness convert art`)")
+    kwargs: dict[str, Any] = {"device": resolve_device(device)}
+    if batch_size:
+        kwargs["batch_size"] = batch_size
+    if max_length:
+        kwargs["max_length"] = max_length
+    return ArtEncoder.from_pretrained(model, **kwargs)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.types import Corpus
+from harness.api import Corpus
 
 from harness_builtins.dense.embeddings import (
     DEFAULT_CHUNK_SIZE,
@@ -313,19 +313,12 @@ def _local_device(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_retriever(name: str, options: dict[str, Any]):
-    """The preset's :class:`DenseRetriever`, through the registry as ``harness run`` loads it."""
+    """The named dense retriever, loaded by the registry exactly as ``harness run`` loads it."""
     from harness import registry
 
     from harness_builtins.dense.retriever import DenseRetriever
 
-    entry = registry.retrievers().entry(name)
-    unknown = sorted(set(options) - set(entry.spec.options))
-    if unknown:
-        raise HarnessError(f"retriever {name!r} has no option {unknown[0]!r} (options: {', '.join(sorted(entry.spec.options))})")
-    try:
-        model = entry.spec.load(**options)
-    except (TypeError, ValueError) as exc:
-        raise HarnessError(f"retriever {name!r}: {exc}") from exc
+    model = registry.load("retrievers", name, options).value
     if not isinstance(model, DenseRetriever):
         raise HarnessError(f"retriever {name!r} is not a dense retriever")
     return model
@@ -347,8 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     try:
         from harness import registry
-        from harness.cache import cache_dir as default_cache_dir
-        from harness.cli.run import parse_options
+        from harness.util.cache import cache_dir as default_cache_dir
+        from harness.cli.common import parse_options
 
         from harness_builtins.dense.retriever import CACHE_SUBDIR
 

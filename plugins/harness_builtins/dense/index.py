@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.progress import progress as progress_bar
+from harness.util.progress import progress as progress_bar
 
 from harness_builtins.dense.embeddings import EmbeddingCache
 

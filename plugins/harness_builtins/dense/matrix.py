@@ -12,8 +12,8 @@ columns passage encoders; each cell is the suite's macro top-k accuracy, or ``No
 sides' vectors have different sizes. Each cell is also a full result document (``results``),
 which :func:`harness.results.write_result` records like any run.
 
-Models are given as dense preset names (``dpr-nq``), local directories, or :class:`MatrixModel`
-records (a preset with options). A directory is read as: a sentence-transformers model when it has
+Models are given as registered encoder names (``dpr-nq``, or a plugin's), local directories, or
+:class:`MatrixModel` records (an encoder with options). A directory is read as: a sentence-transformers model when it has
 ``modules.json``; ART (``art_config.json``) or REALM (``model_type`` ``realm``) checkpoints as
 those presets; a question/passage pair when it has ``query_encoder/`` and ``passage_encoder/``
 (or DPR's ``question_encoder/`` and ``ctx_encoder/``) subdirectories; otherwise one shared
@@ -32,15 +32,14 @@ from typing import Any
 import numpy as np
 
 from harness import registry
-from harness.cache import cache_dir as default_cache_dir
+from harness.api import Encoder, Suite
 from harness.errors import HarnessError
-from harness.evaluate import build_result, parse_k, retrieve, score_suite
-from harness.types import RunContext, Suite
+from harness.evaluate import evaluate_retriever, make_context, parse_k
 
 from harness_builtins.dense.embeddings import embed_corpus
-from harness_builtins.dense.encoders import DualEncoder, Encoder, encoder_parameters, is_sentence_transformers_dir, sides
+from harness_builtins.dense.encoders import DualEncoder, encoder_parameters, is_sentence_transformers_dir, sides
 from harness_builtins.dense.index import DenseIndex
-from harness_builtins.dense.presets import available_presets
+from harness_builtins.dense.presets import INDEX_OPTIONS
 from harness_builtins.dense.retriever import CACHE_SUBDIR, DenseRetriever, apply_threads, build_retriever
 
 #: Subdirectory names of a checkpoint holding separate question and passage encoders.
@@ -49,11 +48,18 @@ PAIR_LAYOUTS: tuple[tuple[str, str], ...] = (("query_encoder", "passage_encoder"
 
 @dataclass(frozen=True, kw_only=True)
 class MatrixModel:
-    """One model of the matrix: a label, a dense preset, and that preset's options."""
+    """One model of the matrix: a label, a registered encoder, and that encoder's options."""
 
     label: str
-    retriever: str
+    encoder: str
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self, shared: Mapping[str, Any] | None = None) -> DenseRetriever:
+        """The model's retriever; of ``shared`` (options for every model: device, batch size,
+        index...) only those this encoder or the engine accepts apply, under its own options."""
+        spec = registry.encoders().get(self.encoder)
+        accepted = {k: v for k, v in dict(shared or {}).items() if k in spec.options or k in INDEX_OPTIONS}
+        return build_retriever(spec, **{**accepted, **dict(self.options)})
 
 
 def resolve_model(spec: str | os.PathLike | MatrixModel | Mapping[str, Any]) -> MatrixModel:
@@ -61,26 +67,26 @@ def resolve_model(spec: str | os.PathLike | MatrixModel | Mapping[str, Any]) -> 
     if isinstance(spec, MatrixModel):
         return spec
     if isinstance(spec, Mapping):
-        return MatrixModel(label=str(spec.get("label") or spec["retriever"]), retriever=spec["retriever"],
+        return MatrixModel(label=str(spec.get("label") or spec["encoder"]), encoder=spec["encoder"],
                            options=dict(spec.get("options") or {}))
     text = str(spec)
-    if text in available_presets():
-        return MatrixModel(label=text, retriever=text)
+    if text in registry.encoders():
+        return MatrixModel(label=text, encoder=text)
     path = Path(text).expanduser()
     if path.is_dir():
         label = path.resolve().name
         if is_sentence_transformers_dir(path):
-            return MatrixModel(label=label, retriever="st", options={"model": str(path)})
+            return MatrixModel(label=label, encoder="st", options={"model": str(path)})
         if (path / "art_config.json").is_file():  # `harness convert art` output
-            return MatrixModel(label=label, retriever="art", options={"model": str(path)})
+            return MatrixModel(label=label, encoder="art", options={"model": str(path)})
         if _model_type(path) == "realm" or _model_type(path / "query_encoder") == "realm":
-            return MatrixModel(label=label, retriever="realm", options={"query_model": str(path), "passage_model": None})
+            return MatrixModel(label=label, encoder="realm", options={"query_model": str(path), "passage_model": None})
         for query_dir, passage_dir in PAIR_LAYOUTS:
             if (path / query_dir).is_dir() and (path / passage_dir).is_dir():
-                return MatrixModel(label=label, retriever="dense",
+                return MatrixModel(label=label, encoder="dense",
                                    options={"query_model": str(path / query_dir), "passage_model": str(path / passage_dir)})
-        return MatrixModel(label=label, retriever="dense", options={"query_model": str(path)})
-    raise HarnessError(f"{text!r} is neither a dense retriever preset ({', '.join(available_presets())}) nor a directory")
+        return MatrixModel(label=label, encoder="dense", options={"query_model": str(path)})
+    raise HarnessError(f"{text!r} is neither a registered encoder ({', '.join(registry.encoders().names())}) nor a directory")
 
 
 def _model_type(directory: Path) -> str | None:
@@ -178,16 +184,10 @@ def encoder_matrix(
     started = time.perf_counter()
     loaded_suite = suite if isinstance(suite, Suite) else registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - started, 4)
-    context = RunContext(
-        cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
-        threads=threads or max(1, os.cpu_count() or 1),
-        progress=show_progress,
-        suite=loaded_suite.name,
-    )
-    retrievers = {m.label: build_retriever(m.retriever, **{**dict(options or {}), **dict(m.options)}) for m in resolved}
+    context = make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=show_progress)
+    retrievers = {m.label: m.build(options) for m in resolved}
     query_sides = {label: _MemoQueries(sides(r.encoder)[0]) for label, r in retrievers.items()}
     query_dims: dict[str, int] = {}
-    depth = max(ks)
     accuracy: dict[tuple[str, str], dict[int, float] | None] = {}
     results: dict[tuple[str, str], dict[str, Any]] = {}
     apply_threads(context.threads)
@@ -215,22 +215,16 @@ def encoder_matrix(
             t0 = time.perf_counter()
             pair = DenseRetriever(DualEncoder(query, passage), index=owner.index_config)
             pair.use_index(index)
-            rankings = retrieve(pair, loaded_suite.questions, depth, context)
-            ranks = score_suite(loaded_suite, rankings, retriever_name=f"{q_label} x {p_label}")
-            seconds = round(time.perf_counter() - t0, 4)
-            timings[f"search:{q_label}x{p_label}"] = seconds
             # the diagonal is the model itself; any other pairing is the generic dual encoder
-            name = resolved[labels.index(q_label)].retriever if q_label == p_label else "dense"
-            result = build_result(
-                loaded_suite,
-                retriever={"name": name, "plugin": "dense", "parameters": pair.parameters()},
-                ranks=ranks,
-                ks=ks,
-                depth=depth,
-                metrics=metrics,
-                timings={"search": seconds, "index": timings[f"index:{p_label}"]},
+            name = resolved[labels.index(q_label)].encoder if q_label == p_label else "adapt"
+            evaluation = evaluate_retriever(
+                pair, loaded_suite, name=name, plugin="dense", k=ks, metrics=metrics, context=context,
                 extra={"encoder_adaptation": {"query": q_label, "passage": p_label}},
             )
+            result = evaluation.result
+            seconds = round(time.perf_counter() - t0, 4)
+            timings[f"search:{q_label}x{p_label}"] = seconds
+            result["timings"] = {"search": seconds, "index": timings[f"index:{p_label}"]}
             results[q_label, p_label] = result
             accuracy[q_label, p_label] = {kk: result["metrics"]["accuracy"]["macro"][str(kk)] for kk in ks}
     timings["total"] = round(time.perf_counter() - started, 4)

@@ -1,24 +1,31 @@
-"""The dense retriever presets: data over one loader (:func:`harness_builtins.dense.retriever.build_retriever`).
+"""The built-in encoders, as :class:`harness.api.EncoderSpec` records over data.
 
 This module is imported when plugins register, so it imports nothing heavy (no torch, no numpy).
 
-Every preset accepts the engine options (:data:`ENGINE_OPTIONS`: batch size, device, precision,
-index kind and parameters, shard size) and options that override where its models come from
-(``query_model`` / ``passage_model``, or ``model`` for a shared encoder), so tests and users can
-point a hub preset at local directories; a local directory loads through the same code as a hub id.
+Every built-in encoder accepts the runtime options (:data:`RUNTIME_OPTIONS`: batch size, device,
+precision) and options that say where its models come from (``query_model`` / ``passage_model``,
+or ``model`` for a shared encoder), so tests and users can point a hub preset at local
+directories; a local directory loads through the same code as a hub id. The dense engine adds its
+own options (:data:`INDEX_OPTIONS`) to the retriever it offers for each encoder.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Options every dense preset accepts (defaults; ``None`` means "decide at run time").
-ENGINE_OPTIONS: dict[str, Any] = {
+from harness.api import EncoderSpec
+
+#: Options every built-in encoder accepts (``None`` / ``auto``: decided at run time).
+RUNTIME_OPTIONS: dict[str, Any] = {
     "batch_size": None,  # 128 on GPU, 32 on CPU
     "device": "auto",  # auto | cpu | cuda | cuda:N
     "precision": "auto",  # auto (fp16 on GPU, fp32 on CPU) | fp32 | fp16 | bf16
+}
+
+#: Options of the dense engine, added to every encoder's options in its retriever.
+INDEX_OPTIONS: dict[str, Any] = {
     "index": "flat",  # flat | hnsw | ivfpq
     "hnsw_m": 32,
     "hnsw_ef_construction": 200,
@@ -32,18 +39,14 @@ ENGINE_OPTIONS: dict[str, Any] = {
     "shard_size": 100_000,  # passages per embedding shard on disk
 }
 
-BACKENDS = ("transformers", "sentence-transformers", "module")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Preset:
-    """A dense retriever configuration.
+    """A transformers or sentence-transformers encoder configuration.
 
     ``backend``: ``transformers`` (question and passage encoders, or one shared encoder when
-    ``shared``), ``sentence-transformers`` (one model through its own ``encode``), or ``module``
-    (an :class:`~harness_builtins.dense.encoders.Encoder` from ``module``: REALM's and ART's
-    classes, or any module's ``build_encoder(**options)``).
-    ``defaults`` are the preset's own options besides :data:`ENGINE_OPTIONS`.
+    ``shared``) or ``sentence-transformers`` (one model through its own ``encode``).
+    ``defaults`` are the preset's own options besides :data:`RUNTIME_OPTIONS`.
     """
 
     name: str
@@ -56,12 +59,10 @@ class Preset:
     format: str = "dpr"
     #: sentence-transformers: a label recorded for the packaged default model.
     label: str | None = None
-    #: module: the module providing the encoder (see ``retriever.build_encoder``).
-    module: str | None = None
 
     @property
     def options(self) -> dict[str, Any]:
-        return {**self.defaults, **ENGINE_OPTIONS}
+        return {**self.defaults, **RUNTIME_OPTIONS}
 
 
 def _dpr(name: str, checkpoint: str, what: str) -> Preset:
@@ -128,56 +129,58 @@ PRESETS: dict[str, Preset] = {
     )
 }
 
-#: Presets whose encoders live in modules written separately (``dense/realm.py``, ``dense/art.py``);
-#: registered once the module exists.
-MODULE_PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset(
+
+def _load_preset(preset: Preset, **options: Any):
+    from harness_builtins.dense.encoders import build_preset_encoder
+
+    return build_preset_encoder(preset, {**preset.options, **options})
+
+
+def _load_realm(**options: Any):
+    from harness_builtins.dense.realm import load_realm_encoder
+
+    return load_realm_encoder(**options)
+
+
+def _load_art(**options: Any):
+    from harness_builtins.dense.art import load_art_encoder
+
+    return load_art_encoder(**options)
+
+
+def encoder_specs() -> list[EncoderSpec]:
+    """Every built-in encoder: the presets above, REALM and ART."""
+    specs = [
+        EncoderSpec(
+            name=preset.name,
+            description=preset.description,
+            load=functools.partial(_load_preset, preset),
+            options=preset.options,
+        )
+        for preset in PRESETS.values()
+    ]
+    specs.append(
+        EncoderSpec(
             name="realm",
             description="REALM embedder (BERT pooler, 128-d projection), inner product; ORQA NQ questions, CC-News blocks",
-            backend="module",
-            module="harness_builtins.dense.realm",
-            defaults={
+            load=_load_realm,
+            options={
                 # ORQA's pairing: its fine-tuned question embedder, blocks by the pre-trained embedder
                 "query_model": "google/realm-orqa-nq-openqa",
                 "passage_model": "google/realm-cc-news-pretrained-embedder",
                 "revision": None,
                 "max_length": None,  # passages: REALM's 288-token blocks
+                "batch_size": None,
+                "device": "auto",
             },
-        ),
-        Preset(
+        )
+    )
+    specs.append(
+        EncoderSpec(
             name="art",
             description="ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): -o model=CONVERTED_DIR",
-            backend="module",
-            module="harness_builtins.dense.art",
-            defaults={"model": None, "max_length": 256},
-        ),
+            load=_load_art,
+            options={"model": None, "max_length": 256, "batch_size": None, "device": "auto"},
+        )
     )
-}
-
-
-def module_available(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def available_presets() -> dict[str, Preset]:
-    """Every preset to register: the built-in ones, and REALM / ART when their modules exist."""
-    presets = dict(PRESETS)
-    for name, preset in MODULE_PRESETS.items():
-        if preset.module and module_available(preset.module):
-            presets[name] = preset
-    return presets
-
-
-def get_preset(name: str) -> Preset:
-    presets = {**PRESETS, **MODULE_PRESETS}
-    if name not in presets:
-        from harness.errors import UnknownNameError
-
-        raise UnknownNameError("dense preset", name, presets)
-    return presets[name]
+    return specs

@@ -83,7 +83,7 @@ from torch import nn
 
 from harness.errors import InputFileError
 
-from .convert import (
+from harness_builtins.dense.checkpoints import (
     load_bert_tokenizer,
     open_state_dict,
     read_json,
@@ -437,3 +437,25 @@ class RealmEncoder:
             )
             self._identity = (key, f"{type(self).__module__}.{type(self).__qualname__}@{digest}")
         return self._identity[1]
+
+
+def load_realm_encoder(*, query_model: str | None = None, passage_model: str | None = None, revision: str | None = None,
+                       max_length: int | None = None, batch_size: int | None = None, device: str | None = "auto") -> RealmEncoder:
+    """The ``realm`` encoder: ``RealmEncoder.from_pretrained(query checkpoint, passage_path=block
+    embedder)``, each a hub id (fetched with ``huggingface_hub``) or a directory."""
+    from harness.errors import HarnessError
+
+    from harness_builtins.dense.encoders import hub_snapshot, resolve_device
+
+    if not query_model:
+        raise HarnessError("encoder 'realm' needs -o query_model=REALM_CHECKPOINT")
+    kwargs: dict[str, Any] = {"device": resolve_device(device)}
+    if batch_size:
+        kwargs["batch_size"] = batch_size
+    if max_length:
+        kwargs["passage_max_length"] = max_length
+    return RealmEncoder.from_pretrained(
+        hub_snapshot(query_model, revision),
+        passage_path=hub_snapshot(passage_model, revision) if passage_model else None,
+        **kwargs,
+    )

@@ -1,4 +1,4 @@
-"""An example harness plugin: one retriever, one suite and one command.
+"""An example harness plugin: one retriever, one encoder, one suite and one command.
 
 harness imports this module through the ``harness`` entry point declared in ``pyproject.toml`` and
 calls the hook functions below. Hooks only hand over cheap spec records; the retriever and the
@@ -8,7 +8,7 @@ suite are built by the specs' ``load`` functions, which import their modules laz
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.types import RetrieverSpec, SuiteSpec
+from harness.api import EncoderSpec, RetrieverSpec, SuiteSpec
 
 __version__ = "0.1.0"
 
@@ -21,6 +21,13 @@ def load_retriever(**options):
     from harness_plugin_example.retriever import OverlapRetriever
 
     return OverlapRetriever(**{**RETRIEVER_OPTIONS, **options})
+
+
+def load_encoder(**options):
+    """``EncoderSpec.load``: called only when ``example-hashing`` encodes."""
+    from harness_plugin_example.encoder import HashingEncoder
+
+    return HashingEncoder(**options)
 
 
 def load_suite():
@@ -38,6 +45,20 @@ def register_retrievers(register):
             description="example plugin: ranks passages by how many distinct question words occur in title + text",
             load=load_retriever,
             options=RETRIEVER_OPTIONS,
+        )
+    )
+
+
+@hookimpl
+def register_encoders(register):
+    # The built-in dense engine turns every registered encoder into a retriever of the same name:
+    # `harness run --retriever example-hashing -o dim=512 -o index=hnsw --suite ...`.
+    register(
+        EncoderSpec(
+            name="example-hashing",
+            description="example plugin: hashed bag-of-words vectors (CRC-32 buckets, L2-normalised)",
+            load=load_encoder,
+            options={"dim": 256},
         )
     )
 

@@ -13,13 +13,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.types import Corpus, Hit, RunContext
+from harness.api import Corpus, Hit, RunContext
 
 _WORD = re.compile(r"\w+")
 
 
 class OverlapRetriever:
-    """Implements :class:`harness.types.Retriever`: ``parameters``, ``index`` and ``search``."""
+    """Implements :class:`harness.api.Retriever`: ``parameters``, ``index`` and ``search``."""
 
     def __init__(self, lowercase: bool = True):
         if not isinstance(lowercase, bool):

@@ -7,7 +7,7 @@ Answers are matched as strings in passage text (DPR's ``has_answer``), never in 
 
 from __future__ import annotations
 
-from harness.types import InMemoryCorpus, Part, Passage, Question, Suite
+from harness.api import InMemoryCorpus, Part, Passage, Question, Suite
 
 #: (id, title, text)
 PASSAGES = (

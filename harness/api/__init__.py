@@ -1,0 +1,45 @@
+"""The records and protocols plugins exchange with the core, one module per extension family.
+
+- :mod:`harness.api.corpus`      :class:`Passage`, the :class:`Corpus` protocol, :class:`InMemoryCorpus`,
+  the corpus fingerprint
+- :mod:`harness.api.suites`      :class:`Question`, :class:`Part`, :class:`Suite`, :class:`SuiteSpec`
+- :mod:`harness.api.retrievers`  :class:`Hit`, :class:`RunContext`, the :class:`Retriever` protocol,
+  :class:`RetrieverSpec`
+- :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
+- :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
+
+Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
+import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
+``load``. Every name is re-exported here: ``from harness.api import RetrieverSpec``.
+"""
+
+from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
+from harness.api.encoders import Encoder, EncoderSpec, PassageInput
+from harness.api.metrics import FirstHitRanks, MetricSpec
+from harness.api.retrievers import Hit, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
+
+__all__ = [
+    "DEFAULT_K",
+    "MATCH_MODES",
+    "Corpus",
+    "Encoder",
+    "EncoderSpec",
+    "FirstHitRanks",
+    "Hit",
+    "InMemoryCorpus",
+    "MatchMode",
+    "MetricSpec",
+    "Part",
+    "Passage",
+    "PassageFingerprint",
+    "PassageInput",
+    "Question",
+    "Ranking",
+    "Retriever",
+    "RetrieverSpec",
+    "RunContext",
+    "Suite",
+    "SuiteSpec",
+    "corpus_fingerprint",
+]

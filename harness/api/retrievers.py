@@ -1,0 +1,73 @@
+"""Retrievers: hits and rankings, the :class:`Retriever` protocol, what a run hands it
+(:class:`RunContext`), and the :class:`RetrieverSpec` plugins register."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from harness.api.corpus import Corpus
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hit:
+    """One retrieved passage: its id and the retriever's score."""
+
+    passage_id: str
+    score: float
+
+
+#: A retriever's output: for each query, its hits best first.
+Ranking = Sequence[Hit]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunContext:
+    """What the harness hands a retriever besides its input."""
+
+    #: A directory the retriever may keep indexes in; reused across runs.
+    cache_dir: Path
+    #: How many threads the retriever may use.
+    threads: int = 1
+    #: Whether to show progress bars.
+    progress: bool = True
+    #: The suite being evaluated, when there is one (some retrievers default settings per suite).
+    suite: str | None = None
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """A loaded retriever. The harness calls ``index`` once per corpus, then ``search``."""
+
+    def parameters(self) -> Mapping[str, Any]:
+        """Every setting that changes the ranking (recorded in the result file and leaderboard)."""
+        ...
+
+    def index(self, corpus: Corpus, context: RunContext) -> None:
+        """Build or reuse whatever the retriever needs to search ``corpus``."""
+        ...
+
+    def search(self, queries: Sequence[str], k: int, context: RunContext) -> list[Ranking]:
+        """For each query, the top ``k`` hits, best first."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrieverSpec:
+    """A retriever a plugin offers. ``load(**options)`` returns a :class:`Retriever`.
+
+    ``options`` documents the keyword options ``load`` accepts, with their defaults; users set them
+    with ``harness run --retriever NAME -o key=value``.
+
+    A spec with an ``argument`` is used as ``NAME:ARGUMENT`` (e.g. ``hybrid:bm25+dpr-multi``); its
+    ``load`` then receives the text after the colon as ``argument=`` besides the options, and
+    ``argument`` says what that text is.
+    """
+
+    name: str
+    description: str
+    load: Callable[..., Retriever]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    argument: str | None = None

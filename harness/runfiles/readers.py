@@ -1,0 +1,609 @@
+"""Run files: read and score a retrieval run made elsewhere ("bring your own run"); writers are in
+:mod:`harness.runfiles.writers`.
+
+Three formats (PROTOCOL section 4):
+
+- ``trec``: ``qid Q0 docid rank score tag``, whitespace separated, one passage a line. A
+  question's ranking is its lines sorted by the ``rank`` column (a stable sort: lines with equal
+  ranks keep file order); the second and sixth columns are not read. Each line must have exactly
+  6 columns, an integer rank and a numeric score; a passage listed twice for one question is an
+  error.
+- ``dpr-json``: DPR's results file (``dense_retriever.py``'s ``save_results``):
+  ``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``. Items
+  are positional (item *i* answers the suite's question *i*), ``ctxs`` are best first. Scores may
+  be numbers or numeric strings (DPR writes strings).
+- ``pyserini-json``: pyserini's DPR-run file (``convert_trec_run_to_dpr_retrieval_run.py``):
+  ``{qid: {"question", "answers", "contexts": [{"docid", "score", "has_answer", "text"?}]}}``,
+  contexts best first. With ``--store-raw`` pyserini stores each passage's Lucene ``contents``,
+  which for the DPR Wikipedia index is ``title + "\\n" + text``.
+
+Passage ids: DPR prefixes corpus ids with ``wiki:`` (``"wiki:123"``); readers of every format
+remove that prefix, so ids are the corpus's bare ids (``"123"``). Integer ids become strings.
+
+Matching a file's questions to a suite
+--------------------------------------
+- ``trec`` and ``pyserini-json`` name questions by qid. If every qid of the file is a question id
+  of the suite, qids are ids. Otherwise, where positions are allowed (single-part suites: the
+  default for a plain question list), every qid must be a position ``0..n-1`` into the suite's
+  questions, which is how pyserini numbers DPR topics. A file is read one way or the other, never
+  a mix; any other qid is an error.
+- ``dpr-json`` is positional; each item's ``question`` must equal the suite's question (after the
+  references' only normalisation, ``’`` to ``'``), else an error names the first mismatch. A
+  pyserini file's ``question``, when present, is checked the same way.
+- Suite questions absent from the file count as no hit; :attr:`Run.missing` lists them and
+  scoring warns with their count (:class:`RunWarning`). Note that pyserini's evaluator divides
+  by the number of questions *in the file*, so on a file that omits questions its numbers are
+  higher than the harness's, which divides by the suite's size (as DPR does).
+- A file's own ``answers`` are not used: the harness scores with the suite's answers. Questions
+  whose file answers differ are listed in :attr:`Run.answer_mismatches` and scoring warns
+  (pyserini's evaluator would use the file's answers).
+
+Scoring (:func:`first_hit_ranks_for_run`)
+-----------------------------------------
+``has_answer`` flags carried by a file are informational only: the harness always recomputes
+(pyserini's evaluator trusts a context's ``has_answer`` when present; see
+:func:`flag_disagreements` to find where a file's flags differ). The text matched is:
+
+- ``dpr-json``: the ctx's ``text`` (never its ``title``), as DPR does;
+- ``pyserini-json`` with ``text``: what ``evaluate_dpr_retrieval.py`` matches when it computes
+  ``has_answer`` itself, ``ctx["text"].split("\\n")[1]``: the second line of the stored
+  ``title\\ntext``. For pyserini's DPR-Wikipedia contents (one newline) that is exactly the
+  passage text, so the result equals DPR's text-only rule. A stored text with further newlines
+  is matched on its second line only, as pyserini does (DPR would match the whole text); a
+  stored text without a newline is an error (pyserini's evaluator fails on it with IndexError);
+- otherwise (``trec``; JSON without text): the passage's text in the suite's corpus.
+
+Matching itself is :func:`harness.scoring.ranks.first_hit_ranks` (DPR's rule; in regex mode the
+``regex`` module, where pyserini's copy uses stdlib ``re``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, InputFileError
+from harness.scoring.ranks import ranks_by_part
+from harness.api import Corpus, Hit, MatchMode, Question, Suite
+
+RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
+
+#: The prefix DPR puts before Wikipedia passage ids; readers remove it.
+WIKI_PREFIX = "wiki:"
+
+_INDEX = re.compile(r"[0-9]+")
+
+
+class RunWarning(UserWarning):
+    """A run that can be scored but not quite as the file's author may expect."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunHit:
+    """One ranked passage of a run; ``title``/``text``/``has_answer`` only when the file carries them.
+
+    ``text`` is the text the reference evaluator of the file's format matches against (for
+    pyserini's ``title\\ntext`` that is the second line, see the module notes).
+    """
+
+    passage_id: str
+    score: float
+    title: str | None = None
+    text: str | None = None
+    has_answer: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """A run aligned with a suite's questions.
+
+    ``rankings`` has one entry per suite question, keyed by question id in suite order, each the
+    question's passages best first (empty for a question the file does not have).
+    """
+
+    rankings: Mapping[str, tuple[RunHit, ...]]
+    #: Suite question ids the file has no entry for (scored as no hit).
+    missing: tuple[str, ...] = ()
+    #: Suite question ids whose answers in the file differ from the suite's.
+    answer_mismatches: tuple[str, ...] = ()
+    format: str | None = None
+    source: str | None = None
+
+    @classmethod
+    def from_rankings(
+        cls, questions: Sequence[Question], rankings: Sequence[Iterable[Hit | RunHit | tuple[str, float]]]
+    ) -> Run:
+        """A run from in-memory rankings aligned with ``questions`` (hits best first)."""
+        if len(questions) != len(rankings):
+            raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
+        out: dict[str, tuple[RunHit, ...]] = {}
+        for question, ranking in zip(questions, rankings):
+            hits = []
+            for hit in ranking:
+                if isinstance(hit, RunHit):
+                    hits.append(hit)
+                elif isinstance(hit, Hit):
+                    hits.append(RunHit(passage_id=hit.passage_id, score=float(hit.score)))
+                else:
+                    passage_id, score = hit
+                    hits.append(RunHit(passage_id=str(passage_id), score=float(score)))
+            out[question.id] = tuple(hits)
+        return cls(rankings=out)
+
+    def passage_ids(self) -> list[list[str]]:
+        """Each question's ranked passage ids, in question order."""
+        return [[h.passage_id for h in hits] for hits in self.rankings.values()]
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """One question as a file gives it, before alignment."""
+
+    qid: str
+    hits: list[tuple[int, int, RunHit]] = field(default_factory=list)  # (rank, order, hit) for TREC
+    line: int | None = None
+    where: str = ""
+    question: str | None = None
+    answers: Any = None
+
+
+def _bare_id(value: Any, path: Path, where: str, line: int | None = None) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputFileError(path, f"{where}passage id must be a string or integer, got {type(value).__name__}", line=line)
+    pid = str(value)
+    if pid.startswith(WIKI_PREFIX):
+        pid = pid[len(WIKI_PREFIX) :]
+    if not pid:
+        raise InputFileError(path, f"{where}empty passage id", line=line)
+    return pid
+
+
+def _score(value: Any, path: Path, where: str, line: int | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputFileError(path, f"{where}score must be a number, got {type(value).__name__}", line=line)
+    try:
+        score = float(value)
+    except ValueError:
+        raise InputFileError(path, f"{where}score must be a number, got {_short(value)}", line=line) from None
+    if math.isnan(score):
+        raise InputFileError(path, f"{where}score is NaN", line=line)
+    return score
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _open_text(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return f.read()
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputFileError(path, "not UTF-8 text") from None
+
+
+def _read_trec(path: Path) -> list[_Entry]:
+    entries: dict[str, _Entry] = {}
+    seen: dict[tuple[str, str], int] = {}
+    text = _open_text(path)
+    for line_no, line in enumerate(text.split("\n"), start=1):  # not splitlines(): \x0c etc. are not line ends
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise InputFileError(
+                path, f"expected 6 whitespace-separated columns (qid Q0 docid rank score tag), got {len(fields)}", line=line_no
+            )
+        qid, _q0, docid, rank_text, score_text, _tag = fields
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            raise InputFileError(path, f"rank must be an integer, got {_short(rank_text)}", line=line_no) from None
+        score = _score(score_text, path, "", line_no)
+        pid = _bare_id(docid, path, "", line_no)
+        if (qid, pid) in seen:
+            raise InputFileError(
+                path, f"passage {pid!r} listed twice for question {qid!r} (first on line {seen[qid, pid]})", line=line_no
+            )
+        seen[qid, pid] = line_no
+        entry = entries.get(qid)
+        if entry is None:
+            entry = entries[qid] = _Entry(qid=qid, line=line_no)
+        entry.hits.append((rank, len(entry.hits), RunHit(passage_id=pid, score=score)))
+    if not entries:
+        raise InputFileError(path, "no run lines")
+    for entry in entries.values():
+        entry.hits.sort(key=lambda t: (t[0], t[1]))
+    return list(entries.values())
+
+
+def _load_json(path: Path) -> Any:
+    text = _open_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+
+
+def _opt_str(ctx: Mapping, key: str, path: Path, where: str) -> str | None:
+    value = ctx.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputFileError(path, f"{where}{key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _opt_flag(ctx: Mapping, path: Path, where: str) -> bool | None:
+    value = ctx.get("has_answer")
+    if value is not None and not isinstance(value, bool):
+        raise InputFileError(path, f"{where}'has_answer' must be true or false, got {_short(value)}")
+    return value
+
+
+def _contexts(record: Mapping, key: str, path: Path, where: str) -> list[Mapping]:
+    if key not in record:
+        raise InputFileError(path, f"{where}missing {key!r} (the list of retrieved passages)")
+    contexts = record[key]
+    if not isinstance(contexts, list):
+        raise InputFileError(path, f"{where}{key!r} must be a list, got {type(contexts).__name__}")
+    for i, ctx in enumerate(contexts):
+        if not isinstance(ctx, dict):
+            raise InputFileError(path, f"{where}{key}[{i}] must be an object, got {type(ctx).__name__}")
+    return contexts
+
+
+def _required(ctx: Mapping, key: str, path: Path, where: str) -> Any:
+    if key not in ctx:
+        raise InputFileError(path, f"{where}missing {key!r}")
+    return ctx[key]
+
+
+def _read_dpr_json(path: Path) -> list[_Entry]:
+    data = _load_json(path)
+    if not isinstance(data, list):
+        raise InputFileError(path, 'expected a JSON list of {"question", "answers", "ctxs"} objects (DPR results)')
+    entries = []
+    for index, record in enumerate(data):
+        where = f"item {index}: "
+        if not isinstance(record, dict):
+            raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
+        hits = []
+        for i, ctx in enumerate(_contexts(record, "ctxs", path, where)):
+            at = f"{where}ctxs[{i}]: "
+            hits.append(
+                (
+                    i,
+                    i,
+                    RunHit(
+                        passage_id=_bare_id(_required(ctx, "id", path, at), path, at),
+                        score=_score(_required(ctx, "score", path, at), path, at),
+                        title=_opt_str(ctx, "title", path, at),
+                        text=_opt_str(ctx, "text", path, at),
+                        has_answer=_opt_flag(ctx, path, at),
+                    ),
+                )
+            )
+        entries.append(
+            _Entry(
+                qid=str(index),
+                hits=hits,
+                where=where,
+                question=_opt_str(record, "question", path, where),
+                answers=record.get("answers"),
+            )
+        )
+    if not entries:
+        raise InputFileError(path, "no questions")
+    return entries
+
+
+def _split_pyserini_text(raw: str, path: Path, where: str) -> tuple[str, str]:
+    # evaluate_dpr_retrieval.py: text = ctx['text'].split('\n')[1]  # [0] is title, [1] is text
+    parts = raw.split("\n")
+    if len(parts) < 2:
+        raise InputFileError(
+            path, f"{where}'text' has no newline: pyserini stores title + '\\n' + text and matches the second line"
+        )
+    return parts[0], parts[1]
+
+
+def _read_pyserini_json(path: Path) -> list[_Entry]:
+    data = _load_json(path)
+    if not isinstance(data, dict):
+        raise InputFileError(path, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)')
+    entries = []
+    for qid, record in data.items():
+        where = f"question {qid!r}: "
+        if not isinstance(record, dict):
+            raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
+        hits = []
+        for i, ctx in enumerate(_contexts(record, "contexts", path, where)):
+            at = f"{where}contexts[{i}]: "
+            raw = _opt_str(ctx, "text", path, at)
+            title, text = _split_pyserini_text(raw, path, at) if raw is not None else (None, None)
+            hits.append(
+                (
+                    i,
+                    i,
+                    RunHit(
+                        passage_id=_bare_id(_required(ctx, "docid", path, at), path, at),
+                        score=_score(_required(ctx, "score", path, at), path, at),
+                        title=title,
+                        text=text,
+                        has_answer=_opt_flag(ctx, path, at),
+                    ),
+                )
+            )
+        entries.append(
+            _Entry(
+                qid=qid,
+                hits=hits,
+                where=where,
+                question=_opt_str(record, "question", path, where),
+                answers=record.get("answers"),
+            )
+        )
+    if not entries:
+        raise InputFileError(path, "no questions")
+    return entries
+
+
+_READERS = {"trec": _read_trec, "dpr-json": _read_dpr_json, "pyserini-json": _read_pyserini_json}
+
+
+def detect_format(path: str | Path) -> str:
+    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns)."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
+            head = f.read(65536)
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    stripped = head.lstrip()
+    if not stripped:
+        raise InputFileError(path, "empty run file")
+    if stripped[0] == "[":
+        return "dpr-json"
+    if stripped[0] == "{":
+        return "pyserini-json"
+    first = stripped.splitlines()[0]
+    if len(first.split()) == 6:
+        return "trec"
+    raise InputFileError(
+        path, "cannot tell the run format: expected a TREC run (qid Q0 docid rank score tag) or DPR/pyserini JSON"
+    )
+
+
+def _normalized_question(text: str) -> str:
+    return text.replace("\u2019", "'")
+
+
+def _align(
+    entries: list[_Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool
+) -> Run:
+    n = len(questions)
+    if fmt == "dpr-json":
+        if len(entries) > n:
+            raise InputFileError(path, f"run has {len(entries)} questions but the suite has {n} (DPR results are positional)")
+        targets = list(range(len(entries)))
+    else:
+        positions = {q.id: i for i, q in enumerate(questions)}
+        if all(e.qid in positions for e in entries):
+            targets = [positions[e.qid] for e in entries]
+        else:
+            is_index = [allow_index and _INDEX.fullmatch(e.qid) is not None and int(e.qid) < n for e in entries]
+            if all(is_index):
+                targets = [int(e.qid) for e in entries]
+            else:
+                bad = next((e for e, ok in zip(entries, is_index) if not ok and e.qid not in positions), None)
+                if bad is None:  # every qid is an id or a position, but not all of one kind
+                    as_id = next(e for e, ok in zip(entries, is_index) if not ok)
+                    as_index = next(e for e in entries if e.qid not in positions)
+                    raise InputFileError(
+                        path,
+                        f"qids mix suite question ids ({as_id.qid!r}) and positions ({as_index.qid!r}); use one or the other",
+                        line=as_index.line,
+                    )
+                how = (
+                    f"nor a position 0..{n - 1} into its questions"
+                    if allow_index
+                    else "and positions are not used for multi-part suites"
+                )
+                raise InputFileError(path, f"unknown question id {bad.qid!r}: not a question id of the suite, {how}", line=bad.line)
+    rankings: dict[str, tuple[RunHit, ...]] = {q.id: () for q in questions}
+    seen: dict[int, _Entry] = {}
+    mismatched: list[str] = []
+    for entry, target in zip(entries, targets):
+        question = questions[target]
+        if target in seen:
+            raise InputFileError(
+                path, f"question {entry.qid!r} and {seen[target].qid!r} are the same suite question {question.id!r}", line=entry.line
+            )
+        seen[target] = entry
+        if entry.question is not None and _normalized_question(entry.question) != _normalized_question(question.text):
+            raise InputFileError(
+                path,
+                f"{entry.where or f'question {entry.qid!r}: '}question {_short(entry.question)} does not match the suite's "
+                f"question {question.id!r} {_short(question.text)} (is this run for another question set?)",
+                line=entry.line,
+            )
+        if entry.answers is not None and (
+            not isinstance(entry.answers, list) or tuple(entry.answers) != tuple(question.answers)
+        ):
+            mismatched.append(question.id)
+        rankings[question.id] = tuple(hit for _rank, _order, hit in entry.hits)
+    missing = tuple(q.id for i, q in enumerate(questions) if i not in seen)
+    return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=fmt, source=str(path))
+
+
+def read_run(
+    path: str | Path,
+    questions: Suite | Sequence[Question],
+    *,
+    format: str | None = None,
+    allow_index: bool | None = None,
+) -> Run:
+    """Read a run file and align it with a suite's questions (see the module notes for the rules).
+
+    ``format`` is one of :data:`RUN_FORMATS`, or ``None`` to detect it. ``allow_index`` says
+    whether qids may be positions into the questions; by default yes, except for a
+    :class:`Suite` with several parts. Every problem raises :class:`InputFileError` (one line).
+    """
+    path = Path(path)
+    if isinstance(questions, Suite):
+        if allow_index is None:
+            allow_index = len(questions.parts) == 1
+        questions = questions.questions
+    elif allow_index is None:
+        allow_index = True
+    questions = tuple(questions)
+    fmt = format or detect_format(path)
+    if fmt not in _READERS:
+        raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
+    return _align(_READERS[fmt](path), questions, path, fmt, allow_index)
+
+
+# ---- scoring --------------------------------------------------------------------------------
+
+
+def check_aligned(run: Run, questions: Sequence[Question]) -> None:
+    if list(run.rankings) != [q.id for q in questions]:
+        raise ValueError("run is not aligned with these questions; read it with read_run(path, questions)")
+
+
+def _warn(run: Run, n: int) -> None:
+    source = f" {run.source}" if run.source else ""
+    if run.missing:
+        warnings.warn(
+            f"run{source}: {len(run.missing)} of {n} questions are missing (counted as no hit; "
+            f"first: {run.missing[0]!r})",
+            RunWarning,
+            stacklevel=3,
+        )
+    if run.answer_mismatches:
+        warnings.warn(
+            f"run{source}: {len(run.answer_mismatches)} questions' answers in the file differ from the suite's "
+            f"(first: {run.answer_mismatches[0]!r}); scored with the suite's answers",
+            RunWarning,
+            stacklevel=3,
+        )
+
+
+def first_hit_ranks_for_run(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None = None
+) -> list[int | None]:
+    """First-hit rank of each question of ``suite_questions`` (the run must be aligned with them).
+
+    A passage is matched on the text the run carries when it carries one (see the module notes),
+    else on its text in ``corpus``. Warns (:class:`RunWarning`) about missing questions and
+    answer mismatches.
+    """
+    from harness.scoring.ranks import first_hit_ranks
+
+    check_aligned(run, suite_questions)
+    _warn(run, len(suite_questions))
+    # Keys handed to first_hit_ranks, which prepares each distinct key once: "t<n>" for a
+    # distinct carried text, "c<id>" for a corpus passage.
+    carried: dict[str, str] = {}
+    key_of_text: dict[str, str] = {}
+    rankings: list[list[str]] = []
+    for question in suite_questions:
+        keys = []
+        for hit in run.rankings[question.id]:
+            if hit.text is not None:
+                key = key_of_text.get(hit.text)
+                if key is None:
+                    key = key_of_text[hit.text] = f"t{len(carried)}"
+                    carried[key] = hit.text
+            elif corpus is None:
+                raise HarnessError(
+                    f"run{' ' + run.source if run.source else ''} carries no text for passage {hit.passage_id!r} "
+                    f"(question {question.id!r}) and no corpus was given to look it up"
+                )
+            else:
+                key = "c" + hit.passage_id
+            keys.append(key)
+        rankings.append(keys)
+
+    def lookup(key: str) -> str:
+        if key[0] == "t":
+            return carried[key]
+        try:
+            return corpus.get(key[1:]).text  # type: ignore[union-attr]
+        except KeyError:
+            raise HarnessError(
+                f"run{' ' + run.source if run.source else ''} names passage {key[1:]!r}, "
+                f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
+            ) from None
+
+    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode)
+
+
+def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
+    """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`)."""
+    ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
+    return ranks_by_part(suite.parts, ranks)
+
+
+def flag_disagreements(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None = None
+) -> list[tuple[str, int, str, bool, bool]]:
+    """Where a file's ``has_answer`` flags differ from the harness's matcher on the same text.
+
+    Returns ``(question id, 0-based position, passage id, file flag, harness flag)`` for every
+    flagged passage that disagrees. Pyserini's evaluator trusts the flags, so any row here is a
+    place where its numbers and the harness's can differ.
+    """
+    from harness.scoring.matching import AnswerMatcher, prepare
+
+    check_aligned(run, suite_questions)
+    prepared: dict[str, str] = {}
+    out = []
+    for question in suite_questions:
+        matcher = AnswerMatcher(question.answers, mode=mode)
+        for position, hit in enumerate(run.rankings[question.id]):
+            if hit.has_answer is None:
+                continue
+            text = hit.text if hit.text is not None else corpus_passage(corpus, hit.passage_id, run).text
+            key = text
+            if key not in prepared:
+                prepared[key] = prepare(text, mode)
+            ours = matcher.matches_prepared(prepared[key])
+            if ours != hit.has_answer:
+                out.append((question.id, position, hit.passage_id, hit.has_answer, ours))
+    return out
+
+
+def corpus_passage(corpus: Corpus | None, passage_id: str, run: Run):
+    """The passage ``passage_id`` of ``corpus``, for runs that carry no text."""
+    if corpus is None:
+        raise HarnessError(f"passage {passage_id!r}: no text in the run and no corpus given")
+    try:
+        return corpus.get(passage_id)
+    except KeyError:
+        raise HarnessError(f"passage {passage_id!r} is not in corpus {corpus.name!r}") from None
+
+
+__all__ = [
+    "RUN_FORMATS",
+    "WIKI_PREFIX",
+    "Run",
+    "RunHit",
+    "RunWarning",
+    "detect_format",
+    "first_hit_ranks_for_run",
+    "flag_disagreements",
+    "read_run",
+    "score_run",
+]

@@ -1,0 +1,13 @@
+"""Scoring by DPR's protocol (PROTOCOL section 1): the answer matcher, first-hit ranks, top-k.
+
+- :mod:`harness.scoring.matching`  DPR's ``has_answer`` (string and regex modes)
+- :mod:`harness.scoring.ranks`     first-hit ranks, top-k accuracy, macro average over parts
+- :mod:`harness.scoring.metrics`   the core's ``accuracy`` metric (needs no plugin)
+
+Importing this package does not import the matcher (``regex``); it is loaded when ranks are
+first computed.
+"""
+
+from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part, top_k_accuracy
+
+__all__ = ["first_hit_ranks", "macro_average", "ranks_by_part", "top_k_accuracy"]

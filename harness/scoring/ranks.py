@@ -1,0 +1,76 @@
+"""From rankings to first-hit ranks to top-k accuracy (PROTOCOL section 1).
+
+A question's first-hit rank is the 0-based position of the first retrieved passage whose text
+contains an answer (:mod:`harness.scoring.matching`), or ``None``. Every number the harness reports is
+derived from these ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from harness.api import FirstHitRanks, MatchMode, Part, Question
+
+#: Looks a passage's text up by id (the text only: titles are never matched).
+TextLookup = Callable[[str], str]
+
+
+def first_hit_ranks(
+    questions: Sequence[Question],
+    rankings: Sequence[Sequence[str]],
+    passage_text: TextLookup,
+    *,
+    mode: MatchMode,
+) -> list[int | None]:
+    """The first-hit rank of each question, given its ranked passage ids.
+
+    Each distinct passage is looked up and tokenised at most once, and a question's ranking is
+    read only up to its first hit, so scoring costs about one tokenisation per distinct passage
+    plus one substring search per (question, answer, passage) checked.
+    """
+    from harness.scoring.matching import AnswerMatcher, prepare  # imports `regex`: not at start-up
+
+    if len(questions) != len(rankings):
+        raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
+    prepared: dict[str, str] = {}
+    ranks: list[int | None] = []
+    for question, ranking in zip(questions, rankings):
+        matcher = AnswerMatcher(question.answers, mode=mode)
+        rank = None
+        for position, passage_id in enumerate(ranking):
+            text = prepared.get(passage_id)
+            if text is None:
+                text = prepared[passage_id] = prepare(passage_text(passage_id), mode)
+            if matcher.matches_prepared(text):
+                rank = position
+                break
+        ranks.append(rank)
+    return ranks
+
+
+def ranks_by_part(parts: Sequence[Part], ranks: Sequence[int | None]) -> dict[str, dict[str, int | None]]:
+    """Split ranks aligned with all questions, part by part, into ``{part: {question id: rank}}``."""
+    by_part: dict[str, dict[str, int | None]] = {}
+    position = 0
+    for part in parts:
+        by_part[part.name] = {q.id: ranks[position + i] for i, q in enumerate(part.questions)}
+        position += len(part.questions)
+    if position != len(ranks):
+        raise ValueError(f"{len(ranks)} ranks for {position} questions")
+    return by_part
+
+
+def top_k_accuracy(ranks: FirstHitRanks, k: int) -> float:
+    """Fraction of questions whose first-hit rank is below ``k``: ``|{q : rank(q) < k}| / |Q|``."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if not ranks:
+        return 0.0
+    return sum(1 for r in ranks if r is not None and r < k) / len(ranks)
+
+
+def macro_average(values: Mapping[str, float]) -> float:
+    """Unweighted mean over a suite's parts (EntityQuestions' average over its relations)."""
+    if not values:
+        raise ValueError("no parts to average")
+    return sum(values.values()) / len(values)

@@ -1,0 +1,8 @@
+"""Small services the rest of the core shares.
+
+- :mod:`harness.util.atomic`       files written whole or not at all
+- :mod:`harness.util.cache`        where caches live (``$HARNESS_CACHE_DIR``)
+- :mod:`harness.util.paths`        default locations of results and the leaderboard
+- :mod:`harness.util.progress`     progress bars that can be switched off
+- :mod:`harness.util.environment`  versions and machine facts recorded in results
+"""

@@ -1,0 +1,26 @@
+"""The plugin's catalogue: the spec folder it ships, then the folders of ``$HARNESS_SPEC_PATH``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.data.catalog import SpecCatalog, load_catalog, user_spec_dirs
+from harness.errors import InputFileError
+
+#: The built-in suite and corpus specs (``suites/*.toml``, ``corpora/*.toml``).
+SPEC_DIR = Path(__file__).resolve().parent / "specs"
+
+
+def spec_dirs() -> list[Path]:
+    """The built-in spec folder, then the folders of ``$HARNESS_SPEC_PATH``."""
+    return [SPEC_DIR, *user_spec_dirs()]
+
+
+def _skip(error: InputFileError) -> None:
+    print(f"harness: warning: {error}; this spec is skipped", file=sys.stderr)
+
+
+def catalog(*, strict: bool = False) -> SpecCatalog:
+    """Every spec; a malformed one is reported on stderr and left out (``strict``: raised)."""
+    return load_catalog(spec_dirs(), on_error=None if strict else _skip)

@@ -1,0 +1,108 @@
+"""``harness data``: fetch, verify and prepare benchmark files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.common import no_progress_option
+from harness.errors import HarnessError, UnknownNameError
+
+
+def _catalog():
+    from harness_builtins.datasets.catalog import catalog
+
+    return catalog()
+
+
+def _suites(catalog, names: tuple[str, ...]):
+    for name in names:
+        if name not in catalog.suites:
+            raise UnknownNameError("suite with downloadable data", name, catalog.suites)
+    return [catalog.suites[n] for n in names] if names else list(catalog.suites.values())
+
+
+@click.group("data")
+def data() -> None:
+    """Fetch, verify and prepare benchmark files (questions and corpora)."""
+
+
+@data.command("where")
+def where() -> None:
+    """Print the data folder ($HARNESS_DATA_DIR, else $HARNESS_CACHE_DIR/data)."""
+    from harness.data.download import data_dir
+
+    click.echo(data_dir())
+
+
+@data.command("fetch")
+@click.argument("suites", nargs=-1, required=True)
+@click.option("--corpus", "with_corpus", is_flag=True, help="Also fetch and prepare each suite's corpus (DPR's Wikipedia is 13 GB).")
+@no_progress_option
+def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool) -> None:
+    """Download SUITES' question files (checksummed, resumable) into the data folder."""
+    from harness_builtins.datasets.loading import fetch_file, open_corpus
+
+    catalog = _catalog()
+    for spec in _suites(catalog, suites):
+        for part in spec.parts:
+            result = fetch_file(part.file, progress=not no_progress)
+            state = "downloaded" if result.downloaded else "present"
+            pin = "verified" if result.verified else f"sha256 {result.sha256} (no pinned checksum: recorded)"
+            click.echo(f"{spec.name}/{part.name}: {state}, {pin}: {result.path}")
+        corpus = catalog.corpora[spec.corpus]
+        if with_corpus:
+            opened = open_corpus(corpus, progress=not no_progress)
+            click.echo(f"{spec.name}: corpus {corpus.name} ready, {len(opened)} passages")
+        else:
+            size = f", {corpus.file.size / 1e9:.1f} GB" if corpus.file.size else ""
+            click.echo(f"{spec.name}: corpus {corpus.name} ({corpus.file.url}{size}) is fetched on first use or with --corpus")
+
+
+@data.command("verify")
+@click.argument("suites", nargs=-1)
+@no_progress_option
+def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
+    """Re-hash the downloaded files of SUITES (default: all) and their corpora; exit 1 on a mismatch."""
+    from harness.data.download import ChecksumError, DownloadError, data_dir, recorded_sha256, verify
+
+    catalog = _catalog()
+    files = {}
+    for spec in _suites(catalog, suites):
+        for part in spec.parts:
+            files[part.file.path] = part.file
+        files.setdefault(catalog.corpora[spec.corpus].file.path, catalog.corpora[spec.corpus].file)
+    root, bad, checked = data_dir(), 0, 0
+    for rel, file in sorted(files.items()):
+        path = root / rel
+        if not path.exists():
+            continue
+        expected = file.sha256 or recorded_sha256(path)
+        try:
+            verify(path, sha256=expected, size=file.size, progress=not no_progress)
+        except (ChecksumError, DownloadError) as exc:
+            bad += 1
+            click.echo(f"BAD  {exc}")
+            continue
+        checked += 1
+        how = "pinned sha256" if file.sha256 else ("recorded sha256" if expected else "no checksum known")
+        click.echo(f"ok   {path} ({how})")
+    click.echo(f"{checked} file(s) ok, {bad} bad, under {root}")
+    if bad:
+        raise click.exceptions.Exit(1)
+
+
+@data.command("split")
+@click.argument("articles", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--words", type=click.IntRange(min=1), default=100, show_default=True, help="Words per passage.")
+@no_progress_option
+def split_command(articles: Path, output: Path, words: int, no_progress: bool) -> None:
+    """Split ARTICLES (JSONL of {"title", "text"}) into DPR-style passages, written as a DPR TSV."""
+    from harness.data.passages import split_articles
+
+    if output.exists() and output.resolve() == articles.resolve():
+        raise HarnessError(f"{output}: the output would overwrite the input")
+    count = split_articles(articles, output, words=words)
+    click.echo(f"wrote {count} passages to {output}")

@@ -1,0 +1,153 @@
+"""The layout's rules, checked on the source: imports go one way, built-ins use the public API
+only, no module-level import cycles, the core's top level stays small."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import harness
+
+REPO = Path(__file__).resolve().parent.parent
+CORE = REPO / "harness"
+BUILTINS = REPO / "plugins" / "harness_builtins"
+
+
+def _modules(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file under ``root`` (``package`` is its name)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([package, *parts])] = path
+    return out
+
+
+MODULES = {**_modules(CORE, "harness"), **_modules(BUILTINS, "harness_builtins")}
+
+
+def _runtime_nodes(node: ast.AST):
+    """Every node below ``node`` except those under ``if TYPE_CHECKING:`` (annotations only)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            continue
+        yield child
+        yield from _runtime_nodes(child)
+
+
+def _imports(module: str, path: Path, *, runtime_only: bool = False) -> set[str]:
+    """The modules ``module`` imports anywhere in its code, at module level or inside functions
+    (``from X import Y`` counts as ``X.Y`` when that is a module); ``runtime_only`` leaves out
+    imports made for type checkers only."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    nodes = list(_runtime_nodes(tree)) if runtime_only else list(ast.walk(tree))
+    nodes = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            submodules = {f"{source}.{alias.name}" for alias in node.names} & set(MODULES)
+            found.update(submodules)
+            if len(submodules) < len(node.names):  # some names are the module's own attributes
+                found.add(source)
+    return found
+
+
+def test_the_core_never_mentions_a_builtin_plugin():
+    offenders = [
+        str(path.relative_to(REPO))
+        for path in CORE.rglob("*")
+        if path.is_file() and path.suffix in {".py", ".md", ".toml", ".json"}
+        and "harness_builtins" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+
+
+def test_builtins_import_only_the_public_core():
+    public = set(harness.PUBLIC_MODULES)
+    offenders = []
+    for module, path in MODULES.items():
+        if not module.startswith("harness_builtins"):
+            continue
+        for imported in _imports(module, path):
+            if imported.split(".")[0] == "harness" and imported not in public:
+                offenders.append(f"{module} imports {imported}")
+    assert offenders == []
+
+
+def test_every_public_module_exists():
+    missing = [name for name in harness.PUBLIC_MODULES if name not in MODULES]
+    assert missing == []
+
+
+def test_no_import_cycles():
+    """Not even through imports deferred into functions: a deferred import that closes a cycle
+    works only by the order modules happen to be loaded in."""
+    graph = {
+        module: {m for m in _imports(module, path, runtime_only=True) if m in MODULES and m != module}
+        for module, path in MODULES.items()
+    }
+    # Tarjan's strongly connected components; a component of two or more modules is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    assert cycles == []
+
+
+def test_the_core_top_level_is_small():
+    """Layers live in subpackages; the top level holds the extension machinery, the runner and
+    two documented compatibility names."""
+    top = sorted(p.stem for p in CORE.glob("*.py"))
+    assert top == [
+        "__init__", "errors", "evaluate", "hookspecs", "matching", "plugins", "registry", "testing", "types",
+    ]
+
+
+def test_documented_imports_keep_working():
+    from harness.evaluate import evaluate, run_evaluation  # noqa: F401
+    from harness.matching import has_answer
+    from harness.results import read_results, write_result  # noqa: F401
+    from harness.testing import check_retriever, toy_suite  # noqa: F401
+    from harness.types import EncoderSpec, Hit, InMemoryCorpus, RetrieverSpec, SuiteSpec  # noqa: F401
+
+    assert has_answer(["Paris"], "It is the capital of France: paris.", mode="string")
+    import harness.api
+    import harness.types
+
+    assert harness.types.RetrieverSpec is harness.api.RetrieverSpec
