@@ -1,1 +1,0 @@
-"""Dataset specs shipped with harness (TOML files; see README.md here and harness/specs.py)."""
