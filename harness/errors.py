@@ -40,3 +40,11 @@ class InputFileError(HarnessError):
         self.path, self.line, self.problem = path, line, problem
         where = f"{path}:{line}" if line is not None else f"{path}"
         super().__init__(f"{where}: {problem}")
+
+
+def warn(message: str) -> None:
+    """Tell the user something went wrong but was handled (a damaged cache rebuilt, a plugin
+    skipped): one line on stderr, ``harness: warning: ...``."""
+    import sys
+
+    print(f"harness: warning: {message}", file=sys.stderr, flush=True)

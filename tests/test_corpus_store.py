@@ -343,7 +343,7 @@ def test_reopen_and_metadata(tmp_path):
     assert meta["source"]["size"] == source.stat().st_size
     assert meta["source"]["mtime_ns"] == source.stat().st_mtime_ns
     assert meta["source"]["format"] == "dpr-tsv"
-    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["meta.json", "passages.arrow"]
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == [".harness-complete.json", "meta.json", "passages.arrow"]
     assert pickle.loads(pickle.dumps(store)).get("5") == PASSAGES[4]
     assert "wiki" in repr(store)
 
@@ -351,7 +351,7 @@ def test_reopen_and_metadata(tmp_path):
 def test_hash_store_files(tmp_path):
     build(write_jsonl(tmp_path / "c.jsonl", STRING_IDS), tmp_path / "store", format="jsonl")
     names = sorted(p.name for p in (tmp_path / "store").iterdir())
-    assert names == ["id_hash.npy", "id_row.npy", "meta.json", "passages.arrow"]
+    assert names == [".harness-complete.json", "id_hash.npy", "id_row.npy", "meta.json", "passages.arrow"]
     assert_same_corpus(CorpusStore.open(tmp_path / "store"), STRING_IDS)
 
 

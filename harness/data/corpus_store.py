@@ -55,7 +55,6 @@ import bisect
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import time
 from array import array
@@ -66,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, InputFileError, UnknownNameError
 from harness.api.corpus import PassageFingerprint
+from harness.util.atomic import COMPLETE_FILE, apply_umask, check_complete, mark_complete, remove_stale, temp_name
 from harness.util.progress import progress as _progress_bar
 from harness.data.corpus_sources import FORMATS, Source, line_of_rows, source_rows
 from harness.api import Passage
@@ -260,6 +260,7 @@ def build_store(
 
     started = time.perf_counter()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out_dir.parent, out_dir.name)
     tmp = _sibling_dir(out_dir, "building")
     try:
         reader = Source(source, newline="" if format == "dpr-tsv" else None)
@@ -319,6 +320,8 @@ def build_store(
             f.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         for file in tmp.iterdir():
             _fsync(file)
+            apply_umask(file)
+        mark_complete(tmp)
         _move_into_place(tmp, out_dir, overwrite=overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -354,14 +357,12 @@ def _fsync(path: Path) -> None:
 
 
 def _sibling_dir(out_dir: Path, tag: str) -> Path:
-    """A new, empty directory next to ``out_dir`` (created with the usual umask permissions)."""
-    while True:
-        path = out_dir.parent / f".{out_dir.name}.{tag}-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            path.mkdir()
-        except FileExistsError:  # pragma: no cover - 32 random bits
-            continue
-        return path
+    """A new, empty directory next to ``out_dir`` (``.NAME.PID.RANDOM.tmp``: a later run removes it
+    when its process is gone), with the usual umask permissions."""
+    path = temp_name(out_dir)
+    path.mkdir()
+    apply_umask(path, directory=True)
+    return path
 
 
 def _move_into_place(tmp: Path, out_dir: Path, *, overwrite: bool) -> None:
@@ -499,6 +500,8 @@ class CorpusStore:
             raise HarnessError(f"{path / META_FILE}: cannot read corpus store metadata: {exc}") from None
         if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
             raise HarnessError(f"{path} is not a corpus store ({META_FILE} has no format {STORE_FORMAT!r})")
+        if (path / COMPLETE_FILE).exists() and (problem := check_complete(path)) is not None:
+            raise HarnessError(f"{path}: the corpus store is damaged ({problem}); remove this folder to rebuild it")
         if meta.get("version") != STORE_VERSION:
             raise HarnessError(
                 f"{path}: corpus store version {meta.get('version')!r}, this harness reads {STORE_VERSION}; rebuild it"

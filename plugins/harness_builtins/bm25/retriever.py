@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, warn
+from harness.util.atomic import atomic_dir, check_complete, mark_complete, remove_stale, write_text_atomic
 from harness.util.progress import progress
 from harness.api import Corpus, Hit, Passage, RunContext
 
@@ -32,7 +33,7 @@ class BM25Retriever:
             self.k1, self.b = float(k1), float(b)
         except (TypeError, ValueError):
             raise HarnessError(f"bm25: k1 and b must be numbers, got k1={k1!r} b={b!r}") from None
-        if self.k1 < 0 or not 0 <= self.b <= 1:
+        if not (math.isfinite(self.k1) and self.k1 >= 0 and 0 <= self.b <= 1):
             raise HarnessError(f"bm25: need k1 >= 0 and 0 <= b <= 1, got k1={self.k1} b={self.b}")
         self._searcher = None
         self._index_dir: Path | None = None
@@ -51,8 +52,21 @@ class BM25Retriever:
         start_jvm()
         root = Path(context.cache_dir) / "bm25"
         index_dir = root / f"{corpus.name}-{self.index_key(corpus)}"
-        if not index_dir.exists():  # only a finished build is renamed into place
-            self._build(corpus, index_dir, context)
+        remove_stale(root)
+        if index_dir.exists():
+            problem = check_complete(index_dir)
+            if problem is None:
+                try:
+                    self._open(index_dir)
+                    return
+                except Exception as exc:  # Lucene cannot read it: a damaged index
+                    problem = f"Lucene cannot open it ({type(exc).__name__})"
+            warn(f"the BM25 index cache {index_dir} is damaged ({problem}); rebuilding it")
+            shutil.rmtree(index_dir)
+        self._build(corpus, index_dir, context)
+        self._open(index_dir)
+
+    def _open(self, index_dir: Path) -> None:
         from pyserini.search.lucene import LuceneSearcher
 
         self._searcher = LuceneSearcher(str(index_dir / "lucene"))
@@ -60,35 +74,31 @@ class BM25Retriever:
         self._index_dir = index_dir
 
     def _build(self, corpus: Corpus, index_dir: Path, context: RunContext) -> None:
-        """Index into a temporary directory and rename it into place, so a crash leaves no index."""
+        """Index into a temporary directory and rename it into place once a completion record is
+        written, so an interrupted or killed build leaves no index (and a later run removes what a
+        killed one left)."""
         from pyserini.index.lucene import LuceneIndexer
 
-        index_dir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", dir=index_dir.parent))
-        try:
+        with atomic_dir(index_dir) as tmp:
             indexer = LuceneIndexer(str(tmp / "lucene"), threads=max(1, context.threads))
-            batch: list[dict] = []
-            with progress(total=len(corpus), desc="bm25 index", unit="psg", enabled=context.progress) as bar:
-                for passage in corpus:
-                    batch.append({"id": passage.id, "contents": document_contents(passage)})
-                    if len(batch) >= _ADD_BATCH:
+            try:
+                batch: list[dict] = []
+                with progress(total=len(corpus), desc="bm25 index", unit="psg", enabled=context.progress) as bar:
+                    for passage in corpus:
+                        batch.append({"id": passage.id, "contents": document_contents(passage)})
+                        if len(batch) >= _ADD_BATCH:
+                            indexer.add_batch_dict(batch)
+                            bar.update(len(batch))
+                            batch = []
+                    if batch:
                         indexer.add_batch_dict(batch)
                         bar.update(len(batch))
-                        batch = []
-                if batch:
-                    indexer.add_batch_dict(batch)
-                    bar.update(len(batch))
-            indexer.close()
+            finally:
+                indexer.close()
             info = {"format": INDEX_FORMAT, "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint,
                     "passages": len(corpus), "analyzer": ANALYZER, "anserini": Path(anserini_jar()).name}
-            (tmp / "harness-index.json").write_text(json.dumps(info, indent=1))
-            try:
-                tmp.rename(index_dir)
-            except OSError:  # another process finished the same index first: use theirs
-                if not index_dir.exists():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            write_text_atomic(tmp / "harness-index.json", json.dumps(info, indent=1))
+            mark_complete(tmp)
 
     def search(self, queries: Sequence[str], k: int, context: RunContext) -> list[list[Hit]]:
         if self._searcher is None:

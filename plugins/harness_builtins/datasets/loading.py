@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.data.corpora import LazyCorpus
+from harness.errors import HarnessError, warn
 from harness.data.download import FetchResult, RemoteFile, data_dir, fetch
 from harness.data.questions import read_questions
 from harness.data.catalog import CorpusDatasetSpec, FileSpec
@@ -50,5 +51,10 @@ def open_corpus(spec: CorpusDatasetSpec, *, progress: bool = True) -> Corpus:
 
     store_dir = data_dir() / "stores" / f"{spec.name}-{fetched.sha256[:16]}"
     if store_dir.exists():
-        return CorpusStore.open(store_dir)
-    return build_store(Path(fetched.path), store_dir, format=spec.file.format, name=spec.name, progress=progress)
+        try:
+            return CorpusStore.open(store_dir)
+        except HarnessError as exc:
+            warn(f"{str(exc).split('; remove this folder')[0]}; rebuilding it")
+    return build_store(
+        Path(fetched.path), store_dir, format=spec.file.format, name=spec.name, progress=progress, overwrite=True
+    )

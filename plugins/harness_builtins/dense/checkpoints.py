@@ -26,8 +26,6 @@ import hashlib
 import json
 import os
 import pickle
-import shutil
-import tempfile
 import types
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -37,6 +35,7 @@ from typing import Any
 import torch
 
 from harness.errors import HarnessError, InputFileError
+from harness.util.atomic import atomic_dir
 
 #: The Megatron checkpoint file name (``iter_XXXXXXX/mp_rank_00/model_optim_rng.pt``).
 MEGATRON_CHECKPOINT_NAME = "model_optim_rng.pt"
@@ -411,25 +410,14 @@ def default_bert_vocab() -> Path | None:
 
 @contextlib.contextmanager
 def atomic_output_dir(out: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary directory next to ``out``; on success it replaces ``out`` in one rename."""
+    """Yield a temporary directory next to ``out``; on success it replaces ``out`` in one rename
+    (see :func:`harness.util.atomic.atomic_dir`: interrupted builds leave nothing behind)."""
     out = Path(out)
     if out.exists() and not (out.is_dir() and not any(out.iterdir())):
         if not overwrite:
             raise HarnessError(f"{out}: already exists (pass overwrite to replace it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with atomic_dir(out, replace=True) as tmp:
         yield tmp
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-            os.replace(out, trash / "old")
-            os.replace(tmp, out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def save_safetensors(state_dict: Mapping[str, torch.Tensor], path: Path) -> None:

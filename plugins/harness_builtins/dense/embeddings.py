@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
 from harness.api import Corpus
 
@@ -162,13 +162,46 @@ def embed_corpus(
     path = cache_path(root, corpus, identity)
     meta = open_meta(identity, corpus, path, shard_size)
     if meta.get("complete"):
-        return EmbeddingCache(path, meta)
+        damaged = damaged_shards(path, meta)
+        if not damaged:
+            return EmbeddingCache(path, meta)
+        warn(f"the embedding cache {path} is damaged (shard {', '.join(map(str, damaged))}); re-encoding "
+             f"{'it' if len(damaged) == 1 else 'them'}")
+        meta["complete"] = False
+        _write_json_atomic(path / META_FILE, meta)
     _remove_stale_temporaries(path)
     _build_shards(encoder, corpus, path, meta, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
     meta["complete"] = True
     meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     _write_json_atomic(path / META_FILE, meta)
     return EmbeddingCache(path, meta)
+
+
+def shard_rows(meta: dict[str, Any], shard: int) -> int:
+    return min(meta["shard_size"], meta["passages"] - shard * meta["shard_size"])
+
+
+def damaged_shards(path: Path, meta: dict[str, Any]) -> list[int]:
+    """Shards on disk that are not what was written: a file missing beside its twin, unreadable,
+    truncated, or of the wrong shape or type (checked from the files' headers and sizes)."""
+    bad = []
+    for s in range(meta["shards"]):
+        emb, ids = path / shard_name("emb", s), path / shard_name("ids", s)
+        if not emb.exists() and not meta.get("complete"):
+            continue  # not finished yet (the vectors file is renamed into place last)
+        try:
+            vectors = np.load(emb, mmap_mode="r")
+            names = np.load(ids, mmap_mode="r")
+            ok = (
+                vectors.dtype == np.dtype(DTYPE)
+                and vectors.shape == (shard_rows(meta, s), meta["dim"])
+                and names.shape == (shard_rows(meta, s),)
+            )
+        except (OSError, ValueError, EOFError, TypeError):
+            ok = False
+        if not ok:
+            bad.append(s)
+    return bad
 
 
 def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dict[str, Any]:
@@ -223,7 +256,11 @@ def _build_shards(
     """Encode every shard not yet on disk, or only those in ``todo`` (reading past the others'
     passages); ``record_dim=False`` leaves ``meta.json`` alone (a distributed rank's case)."""
     count, shard_size, shards = meta["passages"], meta["shard_size"], meta["shards"]
-    done = [(path / shard_name("emb", s)).is_file() and (path / shard_name("ids", s)).is_file() for s in range(shards)]
+    bad = set(damaged_shards(path, meta))
+    for s in bad:  # truncated, emptied or half-written by hand: encode again
+        (path / shard_name("emb", s)).unlink(missing_ok=True)
+        (path / shard_name("ids", s)).unlink(missing_ok=True)
+    done = [(path / shard_name("emb", s)).is_file() and s not in bad for s in range(shards)]
     if todo is not None:
         done = [d or s not in todo for s, d in enumerate(done)]
     sizes = [min(shard_size, count - s * shard_size) for s in range(shards)]
