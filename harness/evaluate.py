@@ -30,7 +30,7 @@ from harness.scoring.metrics import DEFAULT_METRIC
 from harness.util.progress import progress
 from harness.results.schema import SCHEMA
 from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
-from harness.api import Corpus, Hit, Question, Retriever, RunContext, Suite
+from harness.api import MAX_K, Corpus, Hit, Question, Retriever, RunContext, Suite
 
 __all__ = [
     "Evaluation",
@@ -39,6 +39,7 @@ __all__ = [
     "check_metrics",
     "evaluate",
     "evaluate_retriever",
+    "MAX_K",
     "make_context",
     "normalize_question",
     "parse_k",
@@ -57,11 +58,13 @@ def normalize_question(text: str) -> str:
 
 
 def parse_k(values: Sequence[int]) -> tuple[int, ...]:
-    """Sorted distinct cutoffs; each must be a positive integer."""
+    """Sorted distinct cutoffs; each must be a positive integer up to :data:`MAX_K`."""
     ks = []
     for k in values:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise HarnessError(f"--k values must be positive integers, got {k!r}")
+        if k > MAX_K:
+            raise HarnessError(f"--k: {k} is deeper than harness retrieves (at most {MAX_K})")
         ks.append(k)
     if not ks:
         raise HarnessError("--k needs at least one value")
@@ -84,23 +87,46 @@ class Timer:
 
 
 def retrieve(
-    retriever: Retriever, questions: Sequence[Question], depth: int, context: RunContext
+    retriever: Retriever,
+    questions: Sequence[Question],
+    depth: int,
+    context: RunContext,
+    *,
+    name: str = "?",
+    corpus: Corpus | None = None,
 ) -> list[list[Hit]]:
-    """Each question's top-``depth`` hits, searched in batches with a progress bar."""
+    """Each question's top-``depth`` hits, searched in batches with a progress bar.
+
+    Every ranking is checked (:func:`harness.scoring.rankings.check_ranking`): at most ``depth``
+    :class:`Hit` records, no passage twice, finite scores best first, and, given ``corpus``, only
+    its passages; a broken one is a one-line error naming retriever ``name`` and the question.
+    """
+    from harness.scoring.rankings import check_ranking, corpus_has
+
+    known = corpus_has(corpus) if corpus is not None else None
+    source = f"retriever {name!r}"
     rankings: list[list[Hit]] = []
     queries = [normalize_question(q.text) for q in questions]
     with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
         for start in range(0, len(queries), SEARCH_BATCH):
             batch = queries[start : start + SEARCH_BATCH]
             hits = retriever.search(batch, depth, context)
-            if len(hits) != len(batch):
-                raise HarnessError(f"retriever returned {len(hits)} rankings for {len(batch)} queries")
-            for ranking in hits:
-                if len(ranking) > depth:
-                    raise HarnessError(f"retriever returned {len(ranking)} hits where at most {depth} were asked for")
-                if not all(isinstance(h, Hit) for h in ranking):
-                    raise HarnessError("retriever returned a hit that is not a harness.api.Hit")
-                rankings.append(list(ranking))
+            if not isinstance(hits, Sequence) or len(hits) != len(batch):
+                got = len(hits) if isinstance(hits, Sequence) else type(hits).__name__
+                raise HarnessError(f"{source} returned {got} rankings for {len(batch)} queries")
+            for question, ranking in zip(questions[start : start + SEARCH_BATCH], hits):
+                ranking = list(ranking)
+                for position, hit in enumerate(ranking):
+                    if not isinstance(hit, Hit):
+                        raise HarnessError(
+                            f"{source}: question {question.id!r}: hit {position} is a {type(hit).__name__}, "
+                            "not a harness.api.Hit"
+                        )
+                check_ranking(
+                    [(h.passage_id, h.score) for h in ranking], question=question.id, source=source,
+                    depth=depth, known=known,
+                )
+                rankings.append(ranking)
             bar.update(len(batch))
     return rankings
 
@@ -243,7 +269,7 @@ def evaluate_retriever(
     with timer.stage("index"):
         retriever.index(suite.corpus, context)
     with timer.stage("search"):
-        rankings = retrieve(retriever, suite.questions, depth, context)
+        rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus)
     with timer.stage("score"):
         ranks = score_suite(suite, rankings, retriever_name=name)
     result = build_result(

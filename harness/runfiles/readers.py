@@ -235,6 +235,8 @@ def _load_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:
+        raise InputFileError(path, "JSON nested too deeply") from None
 
 
 def _opt_str(ctx: Mapping, key: str, path: Path, where: str) -> str | None:
@@ -551,7 +553,24 @@ def first_hit_ranks_for_run(
 
 
 def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
-    """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`)."""
+    """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`), after
+    checking every ranking (:func:`harness.scoring.rankings.check_ranking`; passages the run
+    carries no text for must all be in the suite's corpus, not only those above the first hit)."""
+    from harness.scoring.rankings import check_ranking, corpus_has
+
+    source = run.source or "run"
+    has, present = corpus_has(suite.corpus), set()
+    for qid, hits in run.rankings.items():
+        check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
+        for position, hit in enumerate(hits):
+            if hit.text is None and hit.passage_id not in present:
+                if has(hit.passage_id):
+                    present.add(hit.passage_id)
+                    continue
+                raise HarnessError(
+                    f"{source}: question {qid!r}: hit {position} names passage {hit.passage_id!r}, "
+                    f"which is not in corpus {suite.corpus.name!r}"
+                )
     ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
     return ranks_by_part(suite.parts, ranks)
 
