@@ -15,7 +15,7 @@ from harness.results.leaderboard import render
 from harness.results.schema import SCHEMA, read_result, read_results, result_filename, validate, write_result
 
 
-def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100):
+def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100, k=None):
     ranks = ranks if ranks is not None else {"all": {"q1": 0, "q2": 4, "q3": None, "q4": 30}}
     return {
         "schema": SCHEMA,
@@ -28,7 +28,7 @@ def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026
         },
         "retriever": {"name": retriever, "plugin": "p", "parameters": params or {"a": 1}},
         "matcher": "dpr-has-answer/1",
-        "k": [1, 5, 20, 100],
+        "k": k or [x for x in (1, 5, 20, 100) if x <= depth],
         "depth": depth,
         "first_hit_ranks": ranks,
         "metrics": {},
@@ -170,9 +170,11 @@ def test_leaderboard_is_deterministic_and_keeps_the_newest_per_configuration(tmp
 
 def test_results_deeper_than_depth_are_dashes(tmp_path):
     shallow = make_result("shallow", ranks={"all": {"q": 0, "p": 4}}, depth=5)
-    markdown = _board(tmp_path, [shallow])
-    (row,) = cells(markdown)
-    assert row[2:6] == ["50.00", "100.00", "–", "–"]
+    deep = make_result("deep", ranks={"all": {"q": 0, "p": 40}})
+    markdown = _board(tmp_path, [shallow, deep])
+    rows = {row[0]: row for row in cells(markdown)}
+    assert rows["shallow"][2:6] == ["50.00", "100.00", "–", "–"]
+    assert rows["deep"][2:6] == ["50.00", "50.00", "50.00", "100.00"]
 
 
 def test_leaderboard_parameters_are_summarized():

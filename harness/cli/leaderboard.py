@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -9,29 +10,61 @@ import click
 from harness.errors import HarnessError
 from harness.util.paths import LEADERBOARD_FILE, default_results_dir
 
+_LINK = re.compile(r"\[([^\]]+\.json)\]\(")
+
+
+def _rows(markdown: str) -> set[str]:
+    """The result files a leaderboard links to (one per row)."""
+    return set(_LINK.findall(markdown))
+
 
 @click.command("leaderboard")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to read (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=LEADERBOARD_FILE, show_default=True, help="The markdown file to write.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help=f"The markdown file to write (default: {LEADERBOARD_FILE}; required with another results folder).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when OUTPUT differs from what the results give.")
-def leaderboard(results_dir: Path | None, output: Path, check: bool) -> None:
-    """Regenerate the markdown leaderboard from result files."""
-    from harness.util.atomic import write_text_atomic
+@click.option("--force", is_flag=True, help="Write even when rows of the current OUTPUT would disappear.")
+def leaderboard(results_dir: Path | None, output: Path | None, check: bool, force: bool) -> None:
+    """Regenerate the markdown leaderboard from result files.
+
+    The leaderboard never loses rows silently: when results that OUTPUT shows are gone from the
+    results folder, nothing is written and the missing ones are named (--force writes anyway).
+    """
     from harness.results.leaderboard import render
     from harness.results.schema import read_results
+    from harness.util.atomic import write_text_atomic
 
     results_dir = results_dir or default_results_dir()
+    if output is None:
+        if results_dir.resolve() != (Path("leaderboard") / "results").resolve():
+            raise HarnessError(
+                f"results folder {results_dir} is not the project's leaderboard/results: name the markdown "
+                f"file to write with --output (the project's {LEADERBOARD_FILE} is left alone)"
+            )
+        output = LEADERBOARD_FILE
+    if not results_dir.is_dir():
+        raise HarnessError(f"--results-dir {results_dir}: no such folder")
     results = read_results(results_dir)
     markdown = render(results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve())
+    try:
+        current = output.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{output}: cannot read the leaderboard: {getattr(exc, 'strerror', None) or exc}") from None
     if check:
-        try:
-            current = output.read_text(encoding="utf-8")
-        except OSError:
-            raise HarnessError(f"{output}: cannot read the leaderboard to check it") from None
+        if current is None:
+            raise HarnessError(f"{output}: no leaderboard to check; run `harness leaderboard`")
         if current != markdown:
             click.echo(f"{output} is out of date with {results_dir}: run `harness leaderboard`", err=True)
             raise click.exceptions.Exit(1)
         click.echo(f"{output} is up to date ({len(results)} result files)")
         return
+    lost = sorted(_rows(current) - _rows(markdown)) if current is not None else []
+    if lost and not force:
+        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        raise HarnessError(
+            f"{output} would lose {len(lost)} row(s) whose result files are not in {results_dir}: {shown}; "
+            f"nothing written (--force writes anyway)"
+        )
     write_text_atomic(output, markdown)
     click.echo(f"wrote {output} from {len(results)} result files")

@@ -34,10 +34,11 @@ def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for indexing and search (default: all cores).")
+@click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more (other cutoffs, deeper, another question set).")
 @click.option("--save-run", is_flag=True, help="Also write the ranking as a TREC run and a DPR results JSON.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True, help="Where --save-run writes.")
 @no_progress_option
-def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, save_run, runs_dir, no_progress) -> None:
+def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, replace, save_run, runs_dir, no_progress) -> None:
     """Evaluate RETRIEVER on SUITE with the DPR protocol and record the result.
 
     Example: harness run --retriever bm25 --suite demo
@@ -46,8 +47,11 @@ def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, th
     from harness.evaluate import run_evaluation
     from harness.scoring.metrics import DEFAULT_METRIC
     from harness.results.report import format_result_table
-    from harness.results.schema import write_result
+    from harness.results.schema import check_results_dir, write_result
 
+    results_dir = check_results_dir(results_dir or default_results_dir())  # before any work
+    if save_run:
+        check_results_dir(runs_dir, flag="--runs-dir")
     evaluation = run_evaluation(
         retriever,
         suite,
@@ -59,8 +63,8 @@ def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, th
         show_progress=not no_progress,
     )
     result = evaluation.result
-    path = write_result(result, results_dir or default_results_dir())
-    click.echo(format_result_table(result))
+    click.echo(format_result_table(result))  # shown even when the result cannot be written
+    path = write_result(result, results_dir, replace=replace)
     if save_run:
         for saved in save_rankings(evaluation, runs_dir / path.stem, tag=retriever):
             click.echo(f"run written to {saved}")

@@ -18,8 +18,9 @@ from harness.util.paths import default_results_dir
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more.")
 @no_progress_option
-def score(suite, run_file, fmt, name, k_values, metrics, results_dir, no_progress) -> None:
+def score(suite, run_file, fmt, name, k_values, metrics, results_dir, replace, no_progress) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
 
     Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON.
@@ -27,17 +28,18 @@ def score(suite, run_file, fmt, name, k_values, metrics, results_dir, no_progres
     the suite's corpus.
     """
     from harness.results.report import format_result_table
-    from harness.results.schema import write_result
+    from harness.results.schema import check_results_dir, write_result
     from harness.runfiles.score import score_file
     from harness.scoring.metrics import DEFAULT_METRIC
 
     def warn(message: str) -> None:
         click.echo(f"harness: warning: {message}", err=True)
 
+    results_dir = check_results_dir(results_dir or default_results_dir())  # before any work
     result = score_file(
         suite, run_file, format=fmt, name=name, k=parse_k_option(k_values),
         metrics=list(metrics) or [DEFAULT_METRIC], warn=warn,
     )
-    path = write_result(result, results_dir or default_results_dir())
-    click.echo(format_result_table(result))
+    click.echo(format_result_table(result))  # shown even when the result cannot be written
+    path = write_result(result, results_dir, replace=replace)
     click.echo(f"result written to {path}")

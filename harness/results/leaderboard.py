@@ -19,7 +19,8 @@ from tabulate import tabulate
 from harness.results.report import corpus_size, format_parameters
 from harness.results.schema import Result
 
-LEADERBOARD_K: tuple[int, ...] = (1, 5, 20, 100)
+#: Rows are ordered by these cutoffs first (those a suite reports), then by its others, deepest first.
+ORDER_K: tuple[int, ...] = (20, 100, 5, 1)
 
 _PREAMBLE = """\
 # Leaderboard
@@ -91,10 +92,23 @@ def _cell(text: str) -> str:
 
 
 def _newest(results: Sequence[Result]) -> list[Result]:
-    chosen: dict[tuple[str, str], Result] = {}
+    chosen: dict[tuple[str, str, str], Result] = {}
     for r in sorted(results, key=lambda r: (r.data["created"], str(r.path or ""))):
-        chosen[(r.suite, r.config_key())] = r
+        chosen[(r.suite, _question_set(r), r.config_key())] = r
     return list(chosen.values())
+
+
+def _question_set(result: Result) -> str:
+    return str(result.data["suite"]["questions_fingerprint"])
+
+
+def _cutoffs(results: Sequence[Result]) -> list[int]:
+    """The cutoffs the group's results report (each suite's own, e.g. 1, 3, 5, 10)."""
+    return sorted({k for r in results for k in r.data["k"]})
+
+
+def _order_cutoffs(ks: Sequence[int]) -> list[int]:
+    return [k for k in ORDER_K if k in ks] + sorted((k for k in ks if k not in ORDER_K), reverse=True)
 
 
 def _fmt(value: float | None) -> str:
@@ -109,42 +123,83 @@ def _link(result: Result, relative_to: Path) -> str:
 
 
 def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) -> str:
-    """The leaderboard markdown; ``output_dir`` is where it will live (for relative links)."""
-    by_suite: dict[str, list[Result]] = {}
+    """The leaderboard markdown; ``output_dir`` is where it will live (for relative links).
+
+    One section per suite and question set: results of one suite name made on different
+    questions (their questions fingerprints differ) are never ranked in one table; each set gets
+    its own section, and a note names them. Columns are the cutoffs the results report; metrics
+    besides accuracy follow in their own table.
+    """
+    groups: dict[tuple[str, str], list[Result]] = {}
     for r in _newest(results):
-        by_suite.setdefault(r.suite, []).append(r)
+        groups.setdefault((r.suite, _question_set(r)), []).append(r)
+    sets_of: dict[str, list[str]] = {}
+    for suite, question_set in groups:
+        sets_of.setdefault(suite, []).append(question_set)
     results_label = Path(os.path.relpath(results_dir, output_dir)).as_posix()
     out = [_PREAMBLE.format(results=results_label)]
-    if not by_suite:
+    if not groups:
         out.append("\nNo results yet: run `harness run --retriever bm25 --suite demo`.\n")
-    for suite in sorted(by_suite):
+    for suite, question_set in sorted(groups):
+        group = groups[suite, question_set]
+        ks = _cutoffs(group)
         rows = []
-        for r in by_suite[suite]:
-            macro = [acc[1] if (acc := r.accuracy(k)) else None for k in LEADERBOARD_K]
+        for r in group:
+            macro = [acc[1] if (acc := r.accuracy(k)) else None for k in ks]
             rows.append((r, macro))
-        rows.sort(key=_row_order)
+        order = _order_cutoffs(ks)
+        rows.sort(key=lambda item: _row_order(item, ks, order))
         first = rows[0][0].data["suite"]
         parts = first["parts"]
         n_questions = sum(p["questions"] for p in parts)
         tag = " (SYNTHETIC)" if first.get("synthetic") else ""
-        out.append(f"\n## {suite}{tag}\n")
+        several = len(sets_of[suite]) > 1
+        heading = _cell(suite) + (f" (question set {_short_digest(question_set)})" if several else "")
+        out.append(f"\n## {heading}{tag}\n")
+        if several:
+            others = ", ".join(_short_digest(q) for q in sorted(sets_of[suite]) if q != question_set)
+            out.append(
+                f"\n**Results of suite {_cell(suite)} were made on {len(sets_of[suite])} different question sets**; "
+                f"this section has those on {_short_digest(question_set)} (others: {others}).\n"
+            )
         detail = f"{n_questions} questions"
         if len(parts) > 1:
             detail += f" in {len(parts)} parts, macro-averaged"
         corpus = first["corpus"]
         size = corpus_size(corpus) if corpus.get("passages") is None else f"{corpus['passages']} passages ({corpus['name']})"
-        detail += f"; {size}; {first['match']} matching."
+        detail += f"; {_cell(size)}; {first['match']} matching."
         out.append(detail + "\n")
         table = [
             [_cell(r.retriever), _cell(summarize_parameters(r.parameters))] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
             for r, macro in rows
         ]
-        headers = ["retriever", "parameters"] + [f"top-{k}" for k in LEADERBOARD_K] + ["result"]
+        headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
         out.append("\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n")
+        out.append(_metrics_table(rows, ks))
         out.append(_parameters_table(rows))
         if len(parts) > 1:
-            out.append(_parts_table(rows, [p["name"] for p in parts]))
+            out.append(_parts_table(rows, [p["name"] for p in parts], order[0]))
     return "".join(out)
+
+
+def _short_digest(fingerprint: str) -> str:
+    return _cell(fingerprint.removeprefix("sha256:")[:12])
+
+
+def _metrics_table(rows: list, ks: Sequence[int]) -> str:
+    """Metrics besides accuracy (as recorded in the result files), macro-averaged over parts."""
+    metrics = sorted({m for r, _ in rows for m in r.data["metrics"] if m != "accuracy"})
+    if not metrics:
+        return ""
+    columns = [(m, k) for m in metrics for k in ks]
+    table = []
+    for r, _ in rows:
+        values = r.data["metrics"]
+        table.append([_cell(r.retriever), _cell(summarize_parameters(r.parameters))] + [
+            _fmt(values[m]["macro"].get(str(k))) if m in values else "–" for m, k in columns
+        ])
+    headers = ["retriever", "parameters"] + [_cell(f"{m}@{k}") for m, k in columns]
+    return "\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n"
 
 
 def _parameters_table(rows: list) -> str:
@@ -154,24 +209,27 @@ def _parameters_table(rows: list) -> str:
     return f"\n<details><summary>all parameters</summary>\n\n{body}\n\n</details>\n"
 
 
-def _row_order(item: tuple[Result, list[float | None]]) -> tuple:
-    """Best top-20 first, then top-100, top-5, top-1; ties by name and configuration."""
+def _row_order(item: tuple[Result, list[float | None]], ks: Sequence[int], order: Sequence[int]) -> tuple:
+    """Best at the first ordering cutoff (top-20 when reported), then the next ones; ties by
+    name and configuration."""
     result, macro = item
-    by_k = dict(zip(LEADERBOARD_K, macro))
-    keys = [-(by_k[k] if by_k[k] is not None else -1.0) for k in (20, 100, 5, 1)]
+    by_k = dict(zip(ks, macro))
+    keys = [-(by_k[k] if by_k[k] is not None else -1.0) for k in order]
     return (*keys, result.retriever, result.config_key())
 
 
-def _parts_table(rows: list, parts: list[str]) -> str:
-    """Top-20 per part (rows) and retriever configuration (columns)."""
+def _parts_table(rows: list, parts: list[str], k: int) -> str:
+    """Top-k per part (rows) and retriever configuration (columns), at the first ordering cutoff."""
     columns = [r for r, _ in rows]
-    per_part = [r.accuracy(20) for r in columns]
+    per_part = [r.accuracy(k) for r in columns]
     table = []
     for part in parts:
-        table.append([part] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
-    headers = ["part (top-20)"] + [f"{r.retriever} {r.config_key()}" if _ambiguous(columns, r) else r.retriever for r in columns]
+        table.append([_cell(part)] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
+    headers = [f"part (top-{k})"] + [
+        _cell(f"{r.retriever} {r.config_key()}" if _ambiguous(columns, r) else r.retriever) for r in columns
+    ]
     body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
-    return f"\n<details><summary>top-20 by part</summary>\n\n{body}\n\n</details>\n"
+    return f"\n<details><summary>top-{k} by part</summary>\n\n{body}\n\n</details>\n"
 
 
 def _ambiguous(columns: list[Result], result: Result) -> bool:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.util.atomic import write_text_atomic
-from harness.errors import InputFileError
+from harness.api import MATCH_MODES, MAX_K
+from harness.errors import HarnessError, InputFileError
 from harness.scoring.ranks import macro_average, top_k_accuracy
 
 SCHEMA = "harness-result/1"
@@ -97,11 +100,64 @@ def dumps(data: Mapping[str, Any]) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
-def write_result(data: Mapping[str, Any], results_dir: str | Path) -> Path:
-    """Validate and write a result document atomically; returns its path."""
+def write_result(data: Mapping[str, Any], results_dir: str | Path, *, replace: bool = False) -> Path:
+    """Validate and write a result document atomically; returns its path.
+
+    A result file of the same suite and configuration is replaced, except (unless ``replace``)
+    when it covers more (a cutoff the new one lacks, a deeper retrieval) or another question set:
+    that is an error naming both, never a silent loss.
+    """
     validate(data, source="<new result>")
     name = result_filename(data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"])
-    return write_text_atomic(Path(results_dir) / name, dumps(data))
+    path = Path(results_dir) / name
+    if not replace and path.exists():
+        try:
+            old = read_result(path).data
+        except InputFileError:
+            old = None  # unreadable: nothing to lose
+        if old is not None:
+            problem = replacement_loss(old, data)
+            if problem:
+                raise HarnessError(
+                    f"{path} holds a result of this configuration with {problem}; not replacing it "
+                    f"(replace it explicitly, or write elsewhere with --results-dir)"
+                )
+    return write_text_atomic(path, dumps(data))
+
+
+def replacement_loss(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """What replacing result ``old`` by ``new`` would lose, or None."""
+    if old["suite"]["questions_fingerprint"] != new["suite"]["questions_fingerprint"]:
+        return "another question set (questions fingerprint differs)"
+    lost = sorted(set(old["k"]) - set(new["k"]))
+    if lost:
+        return f"cutoffs {', '.join(map(str, lost))} that the new one lacks (k={','.join(map(str, new['k']))})"
+    if old["depth"] > new["depth"]:
+        return f"a deeper retrieval ({old['depth']} passages per question, the new one {new['depth']})"
+    lost_metrics = sorted(set(old["metrics"]) - set(new["metrics"]))
+    if lost_metrics:
+        return f"metrics the new one lacks ({', '.join(lost_metrics)})"
+    return None
+
+
+def check_results_dir(results_dir: str | Path, *, flag: str = "--results-dir") -> Path:
+    """``results_dir`` when files can be written there (it exists as a writable folder, or can be
+    created in its nearest existing parent); else a one-line error, before any work is done.
+    Nothing is created here."""
+    path = Path(results_dir)
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            raise HarnessError(f"{flag} {path}: {probe} is a broken symbolic link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "exists and is not a directory" if probe == path else f"{probe} is not a directory"
+        raise HarnessError(f"{flag} {path}: {what}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise HarnessError(f"{flag} {path}: {probe} is not writable")
+    return path
 
 
 def _require(cond: bool, source: object, problem: str) -> None:
@@ -109,35 +165,88 @@ def _require(cond: bool, source: object, problem: str) -> None:
         raise InputFileError(source, problem)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
 def validate(data: Any, *, source: object) -> None:
-    """Raise :class:`InputFileError` naming ``source`` and the first problem found."""
-    _require(isinstance(data, dict), source, "expected a JSON object at the top level")
-    _require(data.get("schema") == SCHEMA, source, f"expected \"schema\": \"{SCHEMA}\", got {data.get('schema')!r}")
+    """Raise :class:`InputFileError` naming ``source`` and the first problem found.
+
+    Every field any reader of results uses is checked for presence and type here, so a file that
+    passes can be rendered, compared and scored without further checks.
+    """
+    def need(cond: bool, problem: str) -> None:
+        _require(cond, source, problem)
+
+    need(isinstance(data, dict), "expected a JSON object at the top level")
+    need(data.get("schema") == SCHEMA, f"expected \"schema\": \"{SCHEMA}\", got {str(data.get('schema'))[:40]!r}")
     for key, kind in (
         ("suite", dict), ("retriever", dict), ("matcher", str), ("k", list), ("depth", int),
         ("first_hit_ranks", dict), ("metrics", dict), ("timings", dict), ("versions", dict),
         ("machine", dict), ("created", str),
     ):
-        _require(key in data, source, f"missing key {key!r}")
-        _require(isinstance(data[key], kind), source, f"{key!r} must be a JSON {kind.__name__}")
+        need(key in data, f"missing key {key!r}")
+        need(isinstance(data[key], kind) and not isinstance(data[key], bool), f"{key!r} must be a JSON {kind.__name__}")
     suite, retriever = data["suite"], data["retriever"]
     for key in ("name", "match", "parts", "questions_fingerprint", "corpus"):
-        _require(key in suite, source, f"missing key 'suite.{key}'")
-    _require(isinstance(suite["name"], str) and suite["name"] != "", source, "'suite.name' must be a non-empty string")
+        need(key in suite, f"missing key 'suite.{key}'")
+    need(_text(suite["name"]), "'suite.name' must be a non-empty string")
+    need(isinstance(suite.get("description", ""), str), "'suite.description' must be a string")
+    need(isinstance(suite.get("synthetic", False), bool), "'suite.synthetic' must be true or false")
+    need(suite["match"] in MATCH_MODES, f"'suite.match' must be one of {', '.join(MATCH_MODES)}")
+    need(isinstance(suite["questions_fingerprint"], str), "'suite.questions_fingerprint' must be a string")
+    parts = suite["parts"]
+    need(isinstance(parts, list) and parts, "'suite.parts' must be a non-empty list")
+    for i, part in enumerate(parts):
+        need(isinstance(part, dict) and _text(part.get("name")) and _is_int(part.get("questions"))
+             and part["questions"] >= 0, f"'suite.parts[{i}]' must be {{\"name\": text, \"questions\": count}}")
+    part_names = [p["name"] for p in parts]
+    need(len(set(part_names)) == len(part_names), "'suite.parts' names a part twice")
+    corpus = suite["corpus"]
+    need(isinstance(corpus, dict) and isinstance(corpus.get("name"), str), "'suite.corpus' must be an object with a 'name'")
+    need(corpus.get("passages") is None or (_is_int(corpus["passages"]) and corpus["passages"] >= 0),
+         "'suite.corpus.passages' must be a count or null")
+    need(corpus.get("fingerprint") is None or isinstance(corpus["fingerprint"], str),
+         "'suite.corpus.fingerprint' must be a string or null")
     for key in ("name", "parameters"):
-        _require(key in retriever, source, f"missing key 'retriever.{key}'")
-    _require(isinstance(retriever["name"], str) and retriever["name"] != "", source, "'retriever.name' must be a non-empty string")
-    _require(isinstance(retriever["parameters"], dict), source, "'retriever.parameters' must be a JSON object")
+        need(key in retriever, f"missing key 'retriever.{key}'")
+    need(_text(retriever["name"]), "'retriever.name' must be a non-empty string")
+    need(isinstance(retriever.get("plugin", ""), str), "'retriever.plugin' must be a string")
+    need(isinstance(retriever["parameters"], dict), "'retriever.parameters' must be a JSON object")
     depth = data["depth"]
-    _require(depth >= 1, source, "'depth' must be at least 1")
-    _require(all(isinstance(k, int) and 1 <= k for k in data["k"]), source, "'k' must be a list of positive integers")
+    need(1 <= depth <= MAX_K, f"'depth' must be from 1 to {MAX_K}")
+    ks = data["k"]
+    need(bool(ks) and all(_is_int(k) and 1 <= k <= depth for k in ks), "'k' must be a non-empty list of integers from 1 to 'depth'")
+    need(len(set(ks)) == len(ks), "'k' lists a cutoff twice")
     ranks = data["first_hit_ranks"]
-    _require(len(ranks) > 0, source, "'first_hit_ranks' has no parts")
-    for part, by_question in ranks.items():
-        _require(isinstance(by_question, dict) and by_question, source, f"'first_hit_ranks.{part}' must be a non-empty JSON object")
+    need(list(ranks) == part_names, "'first_hit_ranks' must have exactly the parts of 'suite.parts', in order")
+    for part, count in zip(part_names, (p["questions"] for p in parts)):
+        by_question = ranks[part]
+        need(isinstance(by_question, dict) and by_question, f"'first_hit_ranks.{part}' must be a non-empty JSON object")
         for qid, rank in by_question.items():
-            ok = rank is None or (isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < depth)
-            _require(ok, source, f"'first_hit_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
+            ok = rank is None or (_is_int(rank) and 0 <= rank < depth)
+            need(ok, f"'first_hit_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
+        need(len(by_question) == count, f"'first_hit_ranks.{part}' has {len(by_question)} questions, 'suite.parts' says {count}")
+    keys = [str(k) for k in ks]
+    for metric, values in data["metrics"].items():
+        where = f"'metrics.{metric}'"
+        need(isinstance(values, dict) and isinstance(values.get("macro"), dict) and isinstance(values.get("parts"), dict),
+             f"{where} must be {{\"macro\": {{k: value}}, \"parts\": {{part: {{k: value}}}}}}")
+        need(all(k in values["macro"] and _is_number(values["macro"][k]) for k in keys),
+             f"{where}.macro must give a finite number for every k")
+        for part in part_names:
+            by_k = values["parts"].get(part)
+            need(isinstance(by_k, dict) and all(k in by_k and _is_number(by_k[k]) for k in keys),
+                 f"{where}.parts.{part} must give a finite number for every k")
+    need(all(isinstance(k, str) and _is_number(v) for k, v in data["timings"].items()), "'timings' must map stages to seconds")
 
 
 def read_result(path: str | Path) -> Result:
@@ -151,6 +260,8 @@ def read_result(path: str | Path) -> Result:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputFileError(path, "JSON nested too deeply") from None
     validate(data, source=path)
     return Result(data, path)
 
