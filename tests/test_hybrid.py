@@ -447,7 +447,7 @@ def test_the_alpha_used_is_recorded_in_the_result(registries, tmp_path, suite, o
         ("hybrid:test-overlap+test-overlap", {}, r"'test-overlap' appears twice"),
         ("hybrid:test-rare-words+test-overlap", {"alpha": -1}, r"alpha must be a number >= 0, got -1"),
         ("hybrid:test-rare-words+test-overlap", {"alpha": "high"}, r"alpha must be a number >= 0, got 'high'"),
-        ("hybrid:test-rare-words+test-overlap", {"depth": 0}, r"depth must be a positive integer, got 0"),
+        ("hybrid:test-rare-words+test-overlap", {"depth": 0}, r"depth must be an integer from 1 to 10000, got 0"),
         ("hybrid:test-rare-words+test-overlap", {"normalize": "maybe"}, r"normalize must be true or false"),
         ("rrf:test-rare-words+test-overlap", {"rrf_k": -60}, r"rrf_k must be a number >= 0"),
         ("rrf:test-rare-words+test-overlap", {"alpha": 1}, r"has no option 'alpha' \(options: depth, rrf_k\)"),

@@ -16,12 +16,13 @@ import torch, pyserini or anything heavy, and must not read data; heavy work hap
 from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
-from harness.api.retrievers import Hit, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 
 __all__ = [
     "DEFAULT_K",
     "MATCH_MODES",
+    "MAX_K",
     "Corpus",
     "Encoder",
     "EncoderSpec",

@@ -22,6 +22,9 @@ class Hit:
 #: A retriever's output: for each query, its hits best first.
 Ranking = Sequence[Hit]
 
+#: The deepest cutoff, and so the most hits per query, anyone may ask a retriever for.
+MAX_K = 10_000
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunContext:

@@ -7,18 +7,21 @@ mean the same everywhere.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from harness.api import MAX_K
 from harness.errors import HarnessError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def parse_k_option(values: tuple[str, ...]) -> list[int] | None:
-    """``--k 1,5,20 --k 100`` → [1, 5, 20, 100]; anything that is not a positive integer is an error."""
+    """``--k 1,5,20 --k 100`` → [1, 5, 20, 100]; anything that is not a positive integer of ASCII
+    digits up to :data:`MAX_K` is an error."""
     if not values:
         return None
     ks: list[int] = []
@@ -27,21 +30,49 @@ def parse_k_option(values: tuple[str, ...]) -> list[int] | None:
             item = item.strip()
             if not (item.isascii() and item.isdigit()) or int(item) < 1:
                 raise HarnessError(f"--k: {item!r} is not a positive integer (example: --k 1,5,20,100)")
+            if len(item) > 6 or int(item) > MAX_K:
+                raise HarnessError(f"--k: {item} is deeper than harness retrieves (at most {MAX_K})")
             ks.append(int(item))
     return ks
 
 
+def _reject_constant(name: str) -> object:
+    raise ValueError(name)
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
+
+
 def parse_options(values: tuple[str, ...] | list[str], flag: str = "--option") -> dict[str, object]:
-    """``-o k1=1.2 -o name=x`` → {"k1": 1.2, "name": "x"}; values are JSON when they parse as JSON."""
+    """``-o k1=1.2 -o name=x`` → {"k1": 1.2, "name": "x"}; values are JSON when they parse as JSON
+    (numbers, true/false/null, lists), else text. Not-a-number and infinite values (``NaN``,
+    ``Infinity``, ``1e999``) are errors, as is a key given twice."""
     options: dict[str, object] = {}
     for value in values:
         key, sep, raw = value.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise HarnessError(f"{flag}: expected KEY=VALUE, got {value!r}")
+        if key in options:
+            raise HarnessError(f"{flag}: {key!r} is given twice")
         try:
-            options[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            options[key.strip()] = raw
+            parsed = json.loads(raw, parse_constant=_reject_constant)
+        except ValueError as exc:
+            if raw.strip() in ("NaN", "Infinity", "-Infinity") or str(exc) in ("NaN", "Infinity", "-Infinity"):
+                raise HarnessError(f"{flag}: {key}={raw} is not a finite number") from None
+            parsed = raw
+        except RecursionError:
+            raise HarnessError(f"{flag}: the value of {key!r} is nested too deeply") from None
+        if not _finite(parsed):
+            raise HarnessError(f"{flag}: {key}={raw} is not a finite number")
+        options[key] = parsed
     return options
 
 

@@ -5,6 +5,7 @@ User errors (:class:`harness.errors.HarnessError`) print one line on stderr and 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -68,26 +69,50 @@ def build_cli() -> click.Group:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    Every failure is one line on stderr: a problem with the user's input or environment
+    (:class:`HarnessError`, a usage error) exits with 2, Ctrl-C with 130, and anything else (a
+    bug) with 1 and "internal error" (``HARNESS_DEBUG=1`` shows the traceback instead).
+    """
     try:
         cli = build_cli()
         # Without standalone mode, click returns the code of a ``click.exceptions.Exit``.
         returned = cli.main(args=argv, prog_name="harness", standalone_mode=False)
     except HarnessError as exc:
-        click.echo(f"harness: error: {exc}", err=True)
+        click.echo(f"harness: error: {_one_line(exc)}", err=True)
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("harness: aborted", err=True)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, EOFError):  # click turns EOFError into Abort
+            click.echo(f"harness: error: unexpected end of input: {_one_line(exc.__context__)}", err=True)
+            return 2
+        click.echo("harness: interrupted", err=True)
         return 130
     except click.ClickException as exc:
-        exc.show()
+        hint = f" (see `{exc.ctx.command_path} --help`)" if isinstance(exc, click.UsageError) and exc.ctx else ""
+        click.echo(f"harness: error: {_one_line(exc.format_message())}{hint}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except KeyboardInterrupt:
         click.echo("harness: interrupted", err=True)
         return 130
+    except RecursionError:
+        click.echo("harness: error: an input is nested too deeply to read", err=True)
+        return 2
+    except Exception as exc:
+        if os.environ.get("HARNESS_DEBUG", "").strip() not in ("", "0"):
+            raise
+        click.echo(
+            f"harness: internal error: {type(exc).__name__}: {_one_line(exc)} (HARNESS_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        return 1
     return returned if isinstance(returned, int) else 0
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -149,8 +149,12 @@ def _file(fields: _Fields, formats: Iterable[str]) -> FileSpec:
     if not re.match(r"^(https?|file)://", url):
         fields.fail(f"{fields.prefix}'url' must be an http(s):// or file:// URL, got {url!r}")
     path = fields.get("path", str)
-    if path.startswith("/") or ".." in Path(path).parts or not path:
-        fields.fail(f"{fields.prefix}'path' must be a relative path inside the data directory, got {path!r}")
+    segments = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path or any(s in ("", ".", "..") for s in segments):
+        fields.fail(
+            f"{fields.prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
+            f"'..' segments (forward slashes), got {path!r}"
+        )
     sha256 = fields.get("sha256", str, required=False)
     if sha256 is not None and not _SHA256.match(sha256):
         fields.fail(f"{fields.prefix}'sha256' must be 64 lowercase hex digits")
@@ -186,12 +190,19 @@ def _common(fields: _Fields) -> dict[str, Any]:
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        data = path.read_bytes()
     except OSError as exc:
         raise InputFileError(path, f"cannot read spec: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(path, "not UTF-8 text", line=data.count(b"\n", 0, exc.start) + 1) from None
+    try:
+        return tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputFileError(path, f"invalid TOML: {exc}") from None
+        raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise InputFileError(path, "TOML nested too deeply") from None
 
 
 def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:

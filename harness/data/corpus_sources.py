@@ -110,6 +110,8 @@ def _jsonl_rows(path: Path, stream: io.TextIOBase) -> Iterator[tuple[int, str, s
                 record = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
+            except RecursionError:
+                raise InputFileError(path, "JSON nested too deeply", line=line) from None
             if not isinstance(record, dict):
                 raise InputFileError(path, 'expected an object {"id", "title", "text"}', line=line)
             passage_id = record.get("id")

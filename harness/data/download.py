@@ -9,10 +9,14 @@ Its guarantees:
 - **Checksummed before anything uses it.** The sha256 (and the size, when known) of a download is
   compared with the pinned values *before* the rename; a mismatch deletes the download and raises
   :class:`ChecksumError` naming the expected and the actual digest. A file found at the final path
-  that was not put there by :func:`fetch` (copied in by hand, say) is hashed once before its first
-  use. Each verified file gets a small sidecar, ``.NAME.verified``, recording the digest, size and
-  modification time, so the 13 GB Wikipedia file is not re-hashed on every run;
-  :func:`verify` (``harness data verify``) always re-hashes and refreshes or drops that record.
+  that was not put there by :func:`fetch` (copied in by hand, say) is hashed before its first
+  use. **What a run re-checks:** files up to :data:`REHASH_BYTES` (64 MiB: every question file) are
+  re-hashed on every use. Larger ones (corpora: the 13 GB Wikipedia file) get a sidecar,
+  ``.NAME.verified``, recording the digest with the file's size, modification time, inode and
+  status-change time (``ctime``), and are re-hashed whenever any of those differs. An edit in place
+  that keeps the size and restores the modification time still changes the ``ctime`` (the kernel
+  sets it on every write and on ``utime``), so it is caught too. :func:`verify` (``harness data
+  verify``) always re-hashes every file and refreshes or drops the record.
 - **No pinned checksum?** Some upstream files publish none. Then the computed sha256 is returned
   (``FetchResult.sha256``, with ``verified=False``) and a warning is logged so it can be recorded.
 - **Streamed and resumable.** The body is copied in 1 MiB chunks (constant memory). An existing
@@ -273,15 +277,20 @@ def fetch(
 # -- files already in the data folder ------------------------------------------------------------
 
 
+#: Files up to this size are re-hashed on every use; larger ones when their stat record changed.
+REHASH_BYTES = 64 << 20
+
+
 def _use_local(remote: RemoteFile, final: Path, show: bool) -> FetchResult:
-    """A file at the final path: check its size, and its sha256 unless already recorded as good."""
+    """A file at the final path: check its size, and its sha256 unless it is large and recorded as
+    good with the same size, times and inode (see the module notes)."""
     st = final.stat()
     if remote.size is not None and st.st_size != remote.size:
         raise ChecksumError(
             f"{final} has {st.st_size} bytes, expected {remote.size}: it is corrupt or not the right file; "
             f"delete it and run again to download it from {remote.url}"
         )
-    digest = _recorded(final, st)
+    digest = _recorded(final, st) if st.st_size > REHASH_BYTES else None
     if digest is None or (remote.sha256 is not None and digest != remote.sha256):
         digest = sha256_file(final, progress=show)
         if remote.sha256 is not None and digest != remote.sha256:
@@ -302,7 +311,9 @@ def _recorded(path: Path, st: os.stat_result) -> str | None:
     """The digest recorded for ``path`` if the record matches its current size and mtime."""
     try:
         record = json.loads(_record_path(path).read_text(encoding="utf-8"))
-        current = record["size"] == st.st_size and record["mtime_ns"] == st.st_mtime_ns
+        current = (record["size"], record["mtime_ns"], record["ctime_ns"], record["inode"]) == (
+            st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+        )
         if current and _SHA256.fullmatch(record["sha256"]):
             return record["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -325,7 +336,8 @@ def _remember(path: Path, digest: str) -> None:
     """Record that ``path`` (as it is now) has ``digest``; best effort (the folder may be read-only)."""
     try:
         st = path.stat()
-        record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+                  "inode": st.st_ino}
         write_text_atomic(_record_path(path), json.dumps(record) + "\n")
     except OSError:
         pass

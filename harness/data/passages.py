@@ -139,6 +139,8 @@ def _article(source: Path, line: int, text_line: str) -> tuple[str, str]:
         record = json.loads(text_line)
     except json.JSONDecodeError as exc:
         raise InputFileError(source, f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
+    except RecursionError:
+        raise InputFileError(source, "JSON nested too deeply", line=line) from None
     if not isinstance(record, dict):
         raise InputFileError(source, 'expected an object {"title", "text"}', line=line)
     for key in ("title", "text"):

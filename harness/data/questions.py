@@ -44,16 +44,29 @@ def _question(value: Any, path: Path, line: int | None) -> str:
     return value
 
 
-def _open(path: Path):
+def _binary(path: Path):
     try:
-        return open(path, encoding="utf-8", newline="")
+        return open(path, "rb")
     except OSError as exc:
         raise InputFileError(path, f"cannot read question file: {exc.strerror or exc}") from None
 
 
+def _lines(path: Path, f) -> Iterator[str]:
+    """The file's lines as text, decoded one at a time, so a byte that is not UTF-8 is reported on
+    its own line; a byte-order mark at the start is dropped. Line ends are kept (csv needs them)."""
+    for number, raw in enumerate(f, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputFileError(path, f"not UTF-8 text (byte {exc.start + 1} of the line)", line=number) from None
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        yield text
+
+
 def _read_dpr_tsv(path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
-    with _open(path) as f:
-        reader = csv.reader(f, delimiter="\t", strict=True)
+    with _binary(path) as f:
+        reader = csv.reader(_lines(path, f), delimiter="\t", strict=True)
         try:
             for row in reader:
                 line = reader.line_num
@@ -65,46 +78,50 @@ def _read_dpr_tsv(path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
                     )
                 try:
                     literal = ast.literal_eval(row[1])
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
                     raise InputFileError(
                         path, "answers must be a Python list literal such as ['a', 'b']", line=line
                     ) from None
                 yield line, _question(row[0], path, line), _answers(literal, path, line)
         except csv.Error as exc:
             raise InputFileError(path, f"bad CSV quoting: {exc}", line=reader.line_num) from None
-        except UnicodeDecodeError:
-            raise InputFileError(path, "not UTF-8 text", line=reader.line_num + 1) from None
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
-    with _open(path) as f:
-        try:
-            for line, text in enumerate(f, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputFileError(path, f"invalid JSON: {exc.msg}", line=line) from None
-                if not isinstance(record, dict) or "question" not in record:
-                    raise InputFileError(path, 'expected an object with "question" and "answer"', line=line)
-                key = "answer" if "answer" in record else "answers"
-                if key not in record:
-                    raise InputFileError(path, 'missing "answer" (the list of answers)', line=line)
-                yield line, _question(record["question"], path, line), _answers(record[key], path, line)
-        except UnicodeDecodeError:
-            raise InputFileError(path, "not UTF-8 text") from None
+    with _binary(path) as f:
+        for line, text in enumerate(_lines(path, f), start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputFileError(path, f"invalid JSON: {exc.msg}", line=line) from None
+            except RecursionError:
+                raise InputFileError(path, "JSON nested too deeply", line=line) from None
+            if not isinstance(record, dict) or "question" not in record:
+                raise InputFileError(path, 'expected an object with "question" and "answer"', line=line)
+            key = "answer" if "answer" in record else "answers"
+            if key not in record:
+                raise InputFileError(path, 'missing "answer" (the list of answers)', line=line)
+            yield line, _question(record["question"], path, line), _answers(record[key], path, line)
 
 
 def _load_json(path: Path) -> Any:
-    """A whole JSON document; invalid JSON and bad UTF-8 are one-line errors naming the file."""
-    with _open(path) as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-        except UnicodeDecodeError:
-            raise InputFileError(path, "not UTF-8 text") from None
+    """A whole JSON document; invalid JSON, bad UTF-8 and absurd nesting are one-line errors
+    naming the file (and the line)."""
+    with _binary(path) as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFileError(path, "not UTF-8 text", line=line) from None
+    try:
+        return json.loads(text.removeprefix("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:
+        raise InputFileError(path, "JSON nested too deeply") from None
 
 
 def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ...]]]:

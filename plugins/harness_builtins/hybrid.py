@@ -46,7 +46,7 @@ from typing import Any
 
 from harness import hookimpl
 from harness.errors import HarnessError
-from harness.api import Corpus, Hit, Retriever, RetrieverSpec, RunContext
+from harness.api import MAX_K, Corpus, Hit, Retriever, RetrieverSpec, RunContext
 
 #: Each side's hits considered by default: pyserini's ``--hits`` (hybrid) and ``--depth`` (fusion).
 DEFAULT_DEPTH = 1000
@@ -159,10 +159,10 @@ def rrf_fuse(
 
 
 def _positive_int(owner: str, option: str, value: Any) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) < 7:
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{owner}: {option} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise HarnessError(f"{owner}: {option} must be an integer from 1 to {MAX_K}, got {value!r}")
     return value
 
 
