@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import copy
 import json
 import os
@@ -116,7 +118,8 @@ def cells(markdown: str, *, details: bool = False) -> list[list[str]]:
             continue
         if i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") and lines[i + 1].startswith("|"):
             continue  # a header row
-        rows.append([c.strip() for c in line.strip("|").split("|")])
+        # GitHub markdown: a pipe escaped as \| is text inside a cell, not a column break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip().removeprefix("|").removesuffix("|"))])
     return rows
 
 
