@@ -551,3 +551,27 @@ def test_a_report_says_when_the_corpus_was_not_opened():
     result["suite"]["corpus"] = {"name": "wikipedia-dpr-100w", "passages": None, "fingerprint": None}
     header = format_result_table(result).splitlines()[0]
     assert "corpus not opened (wikipedia-dpr-100w)" in header and "None" not in header
+
+
+def test_the_jvm_leaves_ctrl_c_to_python():
+    """Without -Xrs the JVM's own SIGINT handler ends the process silently mid-build."""
+    import jnius_config
+
+    from harness_builtins.bm25.java import start_jvm
+
+    start_jvm()
+    assert "-Xrs" in jnius_config.get_options()
+
+
+def test_a_bare_harness_shows_its_help_and_a_closed_pipe_ends_quietly(capsys, monkeypatch):
+    code, out, err = run_cli(capsys)
+    assert code == 0 and out.startswith("Usage: harness") and err == ""
+
+    def closed(*args, **kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    from harness.cli import listing
+
+    monkeypatch.setattr(listing.click, "echo", closed)
+    assert main(["list", "metrics"]) == 141  # (under capture stdout has no descriptor to redirect)
+    assert capsys.readouterr().err == ""

@@ -77,18 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         cli = build_cli()
-        # Without standalone mode, click returns the code of a ``click.exceptions.Exit``.
-        returned = cli.main(args=argv, prog_name="harness", standalone_mode=False)
+        args = sys.argv[1:] if argv is None else list(argv)
+        # click's own main() would print a blank line on Ctrl-C and turn EOFError into an abort
+        with cli.make_context("harness", args) as ctx:
+            returned = cli.invoke(ctx)
     except HarnessError as exc:
         click.echo(f"harness: error: {_one_line(exc)}", err=True)
         return exc.exit_code
-    except click.exceptions.Abort as exc:
-        if isinstance(exc.__context__, EOFError):  # click turns EOFError into Abort
-            click.echo(f"harness: error: unexpected end of input: {_one_line(exc.__context__)}", err=True)
-            return 2
+    except EOFError as exc:
+        click.echo(f"harness: error: unexpected end of input: {_one_line(exc)}", err=True)
+        return 2
+    except click.exceptions.Abort:
         click.echo("harness: interrupted", err=True)
         return 130
     except click.ClickException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and getattr(exc, "ctx", None) is not None:
+            click.echo(exc.ctx.get_help())  # a bare `harness`: show what it can do
+            return 0
         hint = f" (see `{exc.ctx.command_path} --help`)" if isinstance(exc, click.UsageError) and exc.ctx else ""
         click.echo(f"harness: error: {_one_line(exc.format_message())}{hint}", err=True)
         return exc.exit_code
@@ -97,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("harness: interrupted", err=True)
         return 130
+    except BrokenPipeError:  # `harness list suites | head`: the reader left; end quietly
+        try:  # nothing more can be written; keep Python from complaining at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
     except RecursionError:
         click.echo("harness: error: an input is nested too deeply to read", err=True)
         return 2

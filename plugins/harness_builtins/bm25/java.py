@@ -84,6 +84,9 @@ def start_jvm() -> str:
         jnius_config.add_classpath(anserini_jar())
         # Lucene uses sun.misc.Unsafe and native access; allow both so the JVM does not warn.
         jnius_config.add_options("--enable-native-access=ALL-UNNAMED")
+        # -Xrs: the JVM installs no SIGINT/SIGTERM handlers of its own, so Ctrl-C reaches Python
+        # (which cleans up what it was building and says so) instead of ending the process silently.
+        jnius_config.add_options("-Xrs")
         if (java_major(home) or 0) >= 23:
             jnius_config.add_options("--sun-misc-unsafe-memory-access=allow")
         try:
