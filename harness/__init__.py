@@ -52,6 +52,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.results",
     "harness.util.atomic",
     "harness.util.cache",
+    "harness.util.jsonio",
     "harness.util.progress",
     "harness.cli.common",
 )

@@ -8,12 +8,12 @@ import contextlib
 import csv
 import gzip
 import io
-import json
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.util import jsonio
 from harness.errors import InputFileError
 
 #: Source formats :func:`harness.data.corpus_store.build_store` reads.
@@ -106,12 +106,7 @@ def _jsonl_rows(path: Path, stream: io.TextIOBase) -> Iterator[tuple[int, str, s
         for line, raw in enumerate(stream, start=1):
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
-            except RecursionError:
-                raise InputFileError(path, "JSON nested too deeply", line=line) from None
+            record = jsonio.loads(raw, source=path, line=line)
             if not isinstance(record, dict):
                 raise InputFileError(path, 'expected an object {"id", "title", "text"}', line=line)
             passage_id = record.get("id")

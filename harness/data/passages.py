@@ -40,11 +40,11 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
 import os
 import zlib
 from pathlib import Path
 
+from harness.util import jsonio
 from harness.errors import InputFileError
 from harness.util.progress import progress as _progress_bar
 
@@ -135,12 +135,7 @@ def split_articles(
 
 
 def _article(source: Path, line: int, text_line: str) -> tuple[str, str]:
-    try:
-        record = json.loads(text_line)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(source, f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
-    except RecursionError:
-        raise InputFileError(source, "JSON nested too deeply", line=line) from None
+    record = jsonio.loads(text_line, source=source, line=line)
     if not isinstance(record, dict):
         raise InputFileError(source, 'expected an object {"title", "text"}', line=line)
     for key in ("title", "text"):

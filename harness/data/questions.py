@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.util import jsonio
 from harness.errors import InputFileError
 from harness.api import Question
 
@@ -92,12 +92,7 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, str, tuple[str, ...]]]:
         for line, text in enumerate(_lines(path, f), start=1):
             if not text.strip():
                 continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputFileError(path, f"invalid JSON: {exc.msg}", line=line) from None
-            except RecursionError:
-                raise InputFileError(path, "JSON nested too deeply", line=line) from None
+            record = jsonio.loads(text, source=path, line=line)
             if not isinstance(record, dict) or "question" not in record:
                 raise InputFileError(path, 'expected an object with "question" and "answer"', line=line)
             key = "answer" if "answer" in record else "answers"
@@ -116,12 +111,7 @@ def _load_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputFileError(path, "not UTF-8 text", line=line) from None
-    try:
-        return json.loads(text.removeprefix("\ufeff"))
-    except json.JSONDecodeError as exc:
-        raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    except RecursionError:
-        raise InputFileError(path, "JSON nested too deeply") from None
+    return jsonio.loads(text.removeprefix("\ufeff"), source=path)
 
 
 def _read_json_list(path: Path) -> Iterator[tuple[int | None, str, tuple[str, ...]]]:

@@ -37,6 +37,7 @@ from typing import Any
 
 from harness.util.atomic import write_text_atomic
 from harness.api import MATCH_MODES, MAX_K
+from harness.util import jsonio
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.ranks import macro_average, top_k_accuracy
 
@@ -256,12 +257,7 @@ def read_result(path: str | Path) -> Result:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(path, f"cannot read result file: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
-    except RecursionError:
-        raise InputFileError(path, "JSON nested too deeply") from None
+    data = jsonio.loads(text, source=path)
     validate(data, source=path)
     return Result(data, path)
 

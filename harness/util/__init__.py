@@ -5,4 +5,5 @@
 - :mod:`harness.util.paths`        default locations of results and the leaderboard
 - :mod:`harness.util.progress`     progress bars that can be switched off
 - :mod:`harness.util.environment`  versions and machine facts recorded in results
+- :mod:`harness.util.jsonio`       JSON from user files: every failure one line naming file and line
 """
