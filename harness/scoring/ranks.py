@@ -7,7 +7,7 @@ derived from these ranks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from harness.api import FirstHitRanks, MatchMode, Part, Question
 
@@ -17,31 +17,47 @@ TextLookup = Callable[[str], str]
 
 def first_hit_ranks(
     questions: Sequence[Question],
-    rankings: Sequence[Sequence[str]],
+    rankings: Sequence[Iterable[str]],
     passage_text: TextLookup,
     *,
     mode: MatchMode,
 ) -> list[int | None]:
     """The first-hit rank of each question, given its ranked passage ids.
 
-    Each distinct passage is looked up and tokenised at most once, and a question's ranking is
-    read only up to its first hit, so scoring costs about one tokenisation per distinct passage
-    plus one substring search per (question, answer, passage) checked.
+    Each distinct passage is looked up at most once, and a question's ranking is read only up to
+    its first hit. In string mode a passage is first screened (:func:`~harness.scoring.matching.screen`,
+    an exact pre-filter: lowercase substring tests of the answers' tokens) and tokenised only
+    when some answer may match it, so scoring costs about one lowercasing per distinct passage
+    read, a few substring searches per (question, passage) checked, and one tokenisation per
+    passage that passes a screen.
     """
-    from harness.scoring.matching import AnswerMatcher, prepare  # imports `regex`: not at start-up
+    from harness.scoring.matching import AnswerMatcher, prepare, screen  # imports `regex`: not at start-up
 
     if len(questions) != len(rankings):
         raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
+    texts: dict[str, str] = {}
+    screened: dict[str, str] = {}
     prepared: dict[str, str] = {}
     ranks: list[int | None] = []
+    use_screen = mode == "string"
     for question, ranking in zip(questions, rankings):
         matcher = AnswerMatcher(question.answers, mode=mode)
         rank = None
         for position, passage_id in enumerate(ranking):
-            text = prepared.get(passage_id)
-            if text is None:
-                text = prepared[passage_id] = prepare(passage_text(passage_id), mode)
-            if matcher.matches_prepared(text):
+            if use_screen:
+                folded = screened.get(passage_id)
+                if folded is None:
+                    text = texts[passage_id] = passage_text(passage_id)
+                    folded = screened[passage_id] = screen(text)
+                if not matcher.may_match(folded):
+                    continue
+            ready = prepared.get(passage_id)
+            if ready is None:
+                text = texts.get(passage_id)
+                if text is None:
+                    text = texts[passage_id] = passage_text(passage_id)
+                ready = prepared[passage_id] = prepare(text, mode)
+            if matcher.matches_prepared(ready):
                 rank = position
                 break
         ranks.append(rank)
