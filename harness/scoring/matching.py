@@ -60,6 +60,8 @@ _SIGMA = "\u03c3"
 
 def screen(text: str) -> str:
     """``text`` in the form :meth:`AnswerMatcher.may_match` takes: NFD, lowercased, final sigma folded."""
+    if text.isascii():  # NFD leaves ASCII as it is, and its lowercase has no sigma
+        return text.lower()
     return unicodedata.normalize("NFD", text).lower().replace(_FINAL_SIGMA, _SIGMA)
 
 
