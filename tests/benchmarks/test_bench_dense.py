@@ -177,7 +177,8 @@ queries = np.random.default_rng(1).standard_normal((int(sys.argv[3]), cache.dim)
 start = time.perf_counter()
 scores, rows = index.search(queries, 100)
 search = time.perf_counter() - start
-np.save(sys.argv[4], rows)
+np.save(sys.argv[4] + "-rows.npy", rows)
+np.save(sys.argv[4] + "-scores.npy", scores)
 print(json.dumps({"build_s": round(build, 1), "search_s": round(search, 1),
                   "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
                   "mapped": isinstance(index.index, m.MappedFlatIP)}))
@@ -203,12 +204,17 @@ def test_bench_exact_search_growth(benchmark, tmp_path, n):
 
     def run(mode):
         out = subprocess.run([sys.executable, "-c", _GROWTH_SCRIPT, str(tmp_path / "cache"), mode, str(N_QUERIES),
-                              str(tmp_path / f"{mode}.npy")], check=True, capture_output=True, text=True, env=env)
+                              str(tmp_path / mode)], check=True, capture_output=True, text=True, env=env)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     figures["mapped"] = benchmark.pedantic(run, args=("mapped",), rounds=1, iterations=1)
     figures["in_ram"] = run("ram")
-    np.testing.assert_array_equal(np.load(tmp_path / "mapped.npy"), np.load(tmp_path / "ram.npy"))
     if benchmark.stats is not None:
         benchmark.extra_info.update(figures)
     print("\n[dense exact search growth] " + json.dumps(figures))
+    rows, ram_rows = (np.load(tmp_path / f"{m}-rows.npy") for m in ("mapped", "ram"))
+    scores, ram_scores = (np.load(tmp_path / f"{m}-scores.npy") for m in ("mapped", "ram"))
+    np.testing.assert_allclose(scores, ram_scores, rtol=1e-5, atol=1e-6)  # the same exact top-100 scores...
+    differ = rows != ram_rows  # ...and the same rows, up to the order of (near-)equal scores
+    np.testing.assert_allclose(scores[differ], ram_scores[differ], rtol=1e-5, atol=1e-6)
+    assert differ.mean() < 0.001, f"{differ.sum()} of {differ.size} rows differ"
