@@ -258,18 +258,20 @@ def _load_json(path: Path) -> Any:
 
 
 def _plain_hit(ctx: Any, id_key: str, pyserini_text: bool) -> RunHit | None:
-    """The hit of a context of the common, valid shape (string id without ``wiki:``, number
-    score, string or absent text, title and flag), or None for the checked path to handle."""
+    """The hit of a context of the common, valid shape (non-empty string id, number or numeric
+    string score, string or absent text and title, boolean or absent flag), or None for the
+    checked path to handle (which accepts more, and words the errors)."""
     if type(ctx) is not dict:
         return None
     pid = ctx.get(id_key)
     score = ctx.get("score")
     text = ctx.get("text")
     flag = ctx.get("has_answer")
+    if type(pid) is str and pid.startswith(WIKI_PREFIX):
+        pid = pid[len(WIKI_PREFIX) :]
     if (
         type(pid) is not str
         or not pid
-        or pid.startswith(WIKI_PREFIX)
         or (flag is not None and type(flag) is not bool)
         or (text is not None and type(text) is not str)
         or ("score" not in ctx)
