@@ -736,3 +736,27 @@ def test_prefilter_passes_everything_where_it_cannot_judge():
     assert AnswerMatcher(["", "x"], mode="string").may_match(screen("nothing here"))  # zero-token answer
     assert AnswerMatcher(["a.c"], mode="regex").may_match(screen("zzz"))
     assert not AnswerMatcher([], mode="string").may_match(screen("anything"))
+
+
+def test_first_hit_ranks_in_several_processes_are_the_same():
+    qa = qa_data.load_set("nq-dpr-test")[:300]
+    run = qa_data.build_run(qa, pool_size=2000, depth=30, words_per_passage=30, seed=3)
+    questions = [Question(id=str(i), text=q, answers=tuple(a)) for i, (q, a) in enumerate(qa)]
+    one = first_hit_ranks(questions, run.rankings, run.texts.__getitem__, mode="string")
+    for processes in (2, 3):
+        assert first_hit_ranks(questions, run.rankings, run.texts.__getitem__, mode="string", processes=processes) == one
+    assert len({r for r in one if r is not None}) > 5
+
+
+def test_first_hit_ranks_in_several_processes_raise_the_first_error_in_question_order():
+    questions = [Question(id=str(i), text="q", answers=("zzz",)) for i in range(6)]
+    rankings = [["a"], ["b"], ["a"], ["bad-3"], ["a"], ["bad-5"]]
+
+    def lookup(pid):
+        if pid.startswith("bad"):
+            raise KeyError(pid)
+        return "text"
+
+    for processes in (1, 2, 3):
+        with pytest.raises(KeyError, match="bad-3"):
+            first_hit_ranks(questions, rankings, lookup, mode="string", processes=processes)

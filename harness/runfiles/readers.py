@@ -63,6 +63,7 @@ import contextlib
 import gc
 import json
 import math
+import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -80,6 +81,10 @@ RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
 WIKI_PREFIX = "wiki:"
 
 _INDEX = re.compile(r"[0-9]+")
+
+#: Runs with at least this many (question, passage) pairs are scored in two processes when they
+#: carry their texts and the machine has two cores (:func:`harness.scoring.ranks.first_hit_ranks`).
+PARALLEL_PAIRS = 200_000
 
 
 class RunWarning(UserWarning):
@@ -647,6 +652,11 @@ def _first_hit_ranks_for_run(
             yield f"t{n}:{hit.passage_id}"
 
     rankings = [keys(run.rankings[question.id]) for question in suite_questions]
+    # Two processes pay off for large runs that carry their texts (no corpus store to share).
+    pairs = sum(len(hits) for hits in run.rankings.values())
+    processes = 1
+    if pairs >= PARALLEL_PAIRS and all(hit.text is not None for hits in run.rankings.values() for hit in hits):
+        processes = min(2, os.cpu_count() or 1)
 
     def lookup(key: str) -> str:
         if key[0] == "t":
@@ -659,7 +669,7 @@ def _first_hit_ranks_for_run(
                 f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
             ) from None
 
-    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode)
+    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode, processes=processes)
 
 
 def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
