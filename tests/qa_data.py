@@ -158,3 +158,98 @@ def build_run(
         rankings.append(ranking)
         planted.append(rank)
     return GeneratedRun(questions=qa, texts=texts, titles=titles, rankings=rankings, planted=planted)
+
+
+# ---- a BM25-like run written as pyserini's DPR-run JSON ---------------------------------------
+
+#: Cumulative share of questions whose first hit is within the top k in BM25 runs on NQ test
+#: (pyserini's published BM25 numbers on wikipedia-dpr-100w, rounded), used to place hits.
+BM25_LIKE_TOPK = {1: 0.22, 5: 0.44, 20: 0.63, 100: 0.78}
+
+_PUNCT = [",", ".", ",", "(", ")", ";", ":", "'s", "-", "\u2013", '"']
+
+
+def _first_hit_rank(rng: random.Random, depth: int) -> int | None:
+    """A rank drawn so that top-k shares follow :data:`BM25_LIKE_TOPK` (uniform within a band)."""
+    u = rng.random()
+    lower = 0
+    previous = 0.0
+    for k, share in BM25_LIKE_TOPK.items():
+        if u < share:
+            return min(rng.randrange(lower, k), depth - 1)
+        lower, previous = k, share
+    return None
+
+
+def bm25_like_pyserini_run(
+    qa: QA,
+    path: Path,
+    *,
+    depth: int = 100,
+    pool_size: int = 112_000,
+    words_per_passage: int = 100,
+    seed: int = 0,
+) -> dict:
+    """Write a realistic pyserini DPR-run file (``{qid: {question, answers, contexts}}``) for ``qa``.
+
+    Every question gets ``depth`` distinct passages of about ``words_per_passage`` words (words of
+    the questions and answers, with Wikipedia-like punctuation), drawn from a shared pool of
+    ``pool_size`` passages (so about 110,000 distinct passages for NQ test), each stored as
+    ``title\\ntext`` as pyserini's ``--store-raw`` does. For each question a first-hit rank is drawn
+    to follow BM25's top-k shares on NQ; a passage with one of its answers spliced in is put
+    there, and the passages above it are pool passages that contain none of its answers as a
+    plain substring (pool passages below can still hit). ``has_answer`` is not written, so
+    pyserini's evaluator computes it. Returns ``{"planted": [rank or None], "distinct": n}``.
+    """
+    import json as _json
+
+    rng = random.Random(seed)
+    vocab = sorted({w.strip(",.?;:()\"'") for q, answers in qa for s in [q, *answers] for w in s.split()} - {""})
+
+    def passage() -> str:
+        words = rng.choices(vocab, k=words_per_passage)
+        for i in range(0, words_per_passage, 9):
+            j = i + rng.randrange(9)
+            if j < words_per_passage:
+                words[j] += rng.choice(_PUNCT)
+        return " ".join(words)
+
+    pool = [passage() for _ in range(pool_size)]
+    lowered = [t.lower() for t in pool]
+    titles = [" ".join(rng.choices(vocab, k=2)) for _ in range(pool_size)]
+    planted: list[int | None] = []
+    distinct: set[str] = set()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{\n")
+        for qi, (question, answers) in enumerate(qa):
+            needles = [a.lower() for a in answers if a.strip()]
+            rank = _first_hit_rank(rng, depth) if needles else None
+            picks: list[int] = []
+            chosen: set[int] = set()
+            tries = 0
+            while len(picks) < depth:
+                p = rng.randrange(pool_size)
+                tries += 1
+                if p in chosen:
+                    continue
+                # An answer found in most passages (a short word) cannot be avoided: give up trying.
+                if rank is not None and len(picks) < rank and tries < 50 * depth and any(n in lowered[p] for n in needles):
+                    continue
+                chosen.add(p)
+                picks.append(p)
+            contexts = []
+            for position, p in enumerate(picks):
+                docid, title, text = str(p), titles[p], pool[p]
+                if position == rank:
+                    words = text.split(" ")
+                    at = rng.randrange(len(words))
+                    words[at] = rng.choice(answers) + rng.choice(["", ",", ".", ""])
+                    docid, text = f"a{qi}", " ".join(words)
+                distinct.add(docid)
+                contexts.append({"docid": docid, "score": round(40.0 - position * 0.1, 4), "text": f"{title}\n{text}"})
+            planted.append(rank)
+            record = {"question": question, "answers": answers, "contexts": contexts}
+            f.write(f'{_json.dumps(str(qi))}: {_json.dumps(record, ensure_ascii=False)}')
+            f.write(",\n" if qi < len(qa) - 1 else "\n")
+        f.write("}\n")
+    return {"planted": planted, "distinct": len(distinct)}

@@ -129,3 +129,25 @@ def test_index_config_validation_and_options():
         IndexConfig(kind="hnsw", hnsw_metric="cosine")
     assert IndexConfig(kind="hnsw", hnsw_ef_search=10).build_key() == IndexConfig(kind="hnsw", hnsw_ef_search=99).build_key()
     assert IndexConfig(kind="hnsw", hnsw_m=8).build_key() != IndexConfig(kind="hnsw", hnsw_m=16).build_key()
+
+
+def test_flat_over_memory_maps_when_ram_is_short_is_exact(tmp_path, monkeypatch):
+    """The CPU fallback for corpora too big for a float32 copy: blocks of the float16 memory maps,
+    merged top-k; same rows and scores as the in-RAM index (and numpy), across shard and block edges."""
+    from harness_builtins.dense import index as index_module
+
+    vectors = np.random.default_rng(4).standard_normal((1000, 16)).astype(np.float32)
+    cache = cache_of(tmp_path, vectors, "mapped", shard_size=300)
+    queries = np.random.default_rng(5).standard_normal((20, 16), dtype=np.float32)
+    in_ram = DenseIndex.build(cache, IndexConfig(kind="flat", gpu="false"), progress=False)
+    monkeypatch.setattr(index_module, "FLAT_RAM_SHARE", 0.0)
+    monkeypatch.setattr(index_module, "MAPPED_BLOCK_ROWS", 128)
+    mapped = DenseIndex.build(cache, IndexConfig(kind="flat", gpu="false"), progress=False)
+    assert isinstance(mapped.index, index_module.MappedFlatIP) and len(mapped) == 1000
+    for k in (1, 10, 200, 1000):
+        scores, rows = mapped.search(queries, k)
+        ram_scores, ram_rows = in_ram.search(queries, k)
+        np.testing.assert_array_equal(rows, ram_rows)
+        np.testing.assert_allclose(scores, ram_scores, rtol=1e-6)
+    ref_scores, ref_rows = brute_force_search(cache.all_vectors(), queries, 10)
+    np.testing.assert_array_equal(mapped.search(queries, 10)[1], ref_rows)

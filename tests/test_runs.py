@@ -303,7 +303,46 @@ JSON_CASES = [
     ("pyserini-json", '{"7": {"contexts": []}}', None, "unknown question id '7'"),
     ("pyserini-json", '{"1": {"question": "capital of spain", "contexts": []}}', None, "does not match the suite's question '1'"),
     ("pyserini-json", "[]", None, "expected a JSON object"),
+    # What orjson refuses and the standard parser reads is read the same way as before:
+    ("pyserini-json", '{"0": {"contexts": [{"docid": "1", "score": NaN}]}}', None, "score is NaN"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1e999999}], "question": 7}]', None, "'question' must be a string"),
+    ("dpr-json", '[{"ctxs": [{"id": "", "score": 1}]}]', None, "item 0: ctxs[0]: empty passage id"),
+    ("dpr-json", '[{"ctxs": [{"id": "wiki:", "score": 1}]}]', None, "item 0: ctxs[0]: empty passage id"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": true}]}]', None, "score must be a number, got bool"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "title": 3}]}]', None, "'title' must be a string"),
 ]
+
+
+def test_json_runs_read_alike_with_orjson_and_json(tmp_path, monkeypatch):
+    """The fast path (orjson, plain contexts) and the standard one give the same run, BOM and
+    big integers, lone surrogates, wiki: ids, numeric-string scores and integer ids included."""
+    import builtins
+
+    plain = (
+        '\ufeff[{"question": "who wrote hamlet", "ctxs": [{"id": "wiki:12", "score": "80.5", "text": "x y"},'
+        ' {"id": 4, "score": 3, "title": "t", "text": "Shakespeare", "has_answer": true}]},'
+        ' {"ctxs": [{"id": "7", "score": 1.5}]}]'
+    )
+    odd = '[{"ctxs": [{"id": 99999999999999999999999, "score": 1, "text": "x \\ud800 y"}]}]'  # orjson refuses
+    runs = {}
+    for name, content in (("plain", plain), ("odd", odd)):
+        (tmp_path / f"{name}.json").write_text(content, encoding="utf-8")
+        runs[name, "orjson"] = read_run(tmp_path / f"{name}.json", small_questions(), format="dpr-json")
+    real_import = builtins.__import__
+
+    def no_orjson(name, *args, **kwargs):
+        if name == "orjson":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_orjson)
+    for name in ("plain", "odd"):
+        assert read_run(tmp_path / f"{name}.json", small_questions(), format="dpr-json").rankings == runs[name, "orjson"].rankings
+    first = list(runs["plain", "orjson"].rankings.values())[0]
+    assert [h.passage_id for h in first] == ["12", "4"]
+    (odd_hit,) = list(runs["odd", "orjson"].rankings.values())[0]
+    assert odd_hit.passage_id == "99999999999999999999999" and odd_hit.text == "x \ud800 y"
+    assert first[0].score == 80.5 and first[1].has_answer is True and first[1].title == "t"
 
 
 @pytest.mark.parametrize("fmt, content, line, problem", JSON_CASES)

@@ -59,8 +59,11 @@ Matching itself is :func:`harness.scoring.ranks.first_hit_ranks` (DPR's rule; in
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
+import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,6 +81,10 @@ RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
 WIKI_PREFIX = "wiki:"
 
 _INDEX = re.compile(r"[0-9]+")
+
+#: Runs with at least this many (question, passage) pairs are scored in two processes when they
+#: carry their texts and the machine has two cores (:func:`harness.scoring.ranks.first_hit_ranks`).
+PARALLEL_PAIRS = 200_000
 
 
 class RunWarning(UserWarning):
@@ -230,6 +237,24 @@ def _read_trec(path: Path) -> list[_Entry]:
 
 
 def _load_json(path: Path) -> Any:
+    """The parsed file: orjson when installed (several times faster on large runs), else, or where
+    orjson refuses what the standard parser accepts (NaN, huge integers, lone surrogates), ``json``,
+    whose errors are the ones reported."""
+    try:
+        import orjson
+    except ImportError:
+        orjson = None
+    if orjson is not None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+        try:
+            return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+        except orjson.JSONDecodeError:
+            pass
+        del data
     text = _open_text(path)
     try:
         return json.loads(text)
@@ -237,6 +262,54 @@ def _load_json(path: Path) -> Any:
         raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except RecursionError:
         raise InputFileError(path, "JSON nested too deeply") from None
+
+
+def _plain_hit(ctx: Any, id_key: str, pyserini_text: bool) -> RunHit | None:
+    """The hit of a context of the common, valid shape (non-empty string id, number or numeric
+    string score, string or absent text and title, boolean or absent flag), or None for the
+    checked path to handle (which accepts more, and words the errors)."""
+    if type(ctx) is not dict:
+        return None
+    pid = ctx.get(id_key)
+    score = ctx.get("score")
+    text = ctx.get("text")
+    flag = ctx.get("has_answer")
+    if type(pid) is str and pid.startswith(WIKI_PREFIX):
+        pid = pid[len(WIKI_PREFIX) :]
+    if (
+        type(pid) is not str
+        or not pid
+        or (flag is not None and type(flag) is not bool)
+        or (text is not None and type(text) is not str)
+        or ("score" not in ctx)
+    ):
+        return None
+    if type(score) is not float:
+        if type(score) is int:
+            score = float(score)
+        elif type(score) is str:
+            try:
+                score = float(score)
+            except ValueError:
+                return None
+        else:
+            return None
+    if score != score:  # NaN
+        return None
+    if pyserini_text:
+        if text is None:
+            title = None
+        else:
+            title, sep, rest = text.partition("\n")
+            if not sep:
+                return None
+            end = rest.find("\n")
+            text = rest if end < 0 else rest[:end]
+    else:
+        title = ctx.get("title")
+        if title is not None and type(title) is not str:
+            return None
+    return RunHit(passage_id=pid, score=score, title=title, text=text, has_answer=flag)
 
 
 def _opt_str(ctx: Mapping, key: str, path: Path, where: str) -> str | None:
@@ -282,6 +355,10 @@ def _read_dpr_json(path: Path) -> list[_Entry]:
             raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
         hits = []
         for i, ctx in enumerate(_contexts(record, "ctxs", path, where)):
+            hit = _plain_hit(ctx, "id", False)
+            if hit is not None:
+                hits.append((i, i, hit))
+                continue
             at = f"{where}ctxs[{i}]: "
             hits.append(
                 (
@@ -331,6 +408,10 @@ def _read_pyserini_json(path: Path) -> list[_Entry]:
             raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
         hits = []
         for i, ctx in enumerate(_contexts(record, "contexts", path, where)):
+            hit = _plain_hit(ctx, "docid", True)
+            if hit is not None:
+                hits.append((i, i, hit))
+                continue
             at = f"{where}contexts[{i}]: "
             raw = _opt_str(ctx, "text", path, at)
             title, text = _split_pyserini_text(raw, path, at) if raw is not None else (None, None)
@@ -359,6 +440,20 @@ def _read_pyserini_json(path: Path) -> list[_Entry]:
     if not entries:
         raise InputFileError(path, "no questions")
     return entries
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector: reading a large run creates millions of acyclic objects
+    (freed by reference counting), and the collections their allocation triggers would each walk
+    all of them, which costs more than parsing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _READERS = {"trec": _read_trec, "dpr-json": _read_dpr_json, "pyserini-json": _read_pyserini_json}
@@ -473,7 +568,8 @@ def read_run(
     fmt = format or detect_format(path)
     if fmt not in _READERS:
         raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
-    return _align(_READERS[fmt](path), questions, path, fmt, allow_index)
+    with _gc_paused():
+        return _align(_READERS[fmt](path), questions, path, fmt, allow_index)
 
 
 # ---- scoring --------------------------------------------------------------------------------
@@ -515,28 +611,54 @@ def first_hit_ranks_for_run(
 
     check_aligned(run, suite_questions)
     _warn(run, len(suite_questions))
-    # Keys handed to first_hit_ranks, which prepares each distinct key once: "t<n>" for a
-    # distinct carried text, "c<id>" for a corpus passage.
+    with _gc_paused():
+        return _first_hit_ranks_for_run(run, suite_questions, mode=mode, corpus=corpus)
+
+
+def _first_hit_ranks_for_run(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None
+) -> list[int | None]:
+    from harness.scoring.ranks import first_hit_ranks
+
+    if corpus is None:
+        for question in suite_questions:
+            for hit in run.rankings[question.id]:
+                if hit.text is None:
+                    raise HarnessError(
+                        f"run{' ' + run.source if run.source else ''} carries no text for passage {hit.passage_id!r} "
+                        f"(question {question.id!r}) and no corpus was given to look it up"
+                    )
+    # Keys handed to first_hit_ranks, which looks each distinct key up once: "t<n>:<id>" for the
+    # n-th distinct text a run carries for passage <id>, "c<id>" for a corpus passage. Rankings
+    # are generators, so keys are made only for the passages read (up to each first hit), and a
+    # carried text is compared (not hashed) with the texts already seen for its passage id.
     carried: dict[str, str] = {}
-    key_of_text: dict[str, str] = {}
-    rankings: list[list[str]] = []
-    for question in suite_questions:
-        keys = []
-        for hit in run.rankings[question.id]:
-            if hit.text is not None:
-                key = key_of_text.get(hit.text)
-                if key is None:
-                    key = key_of_text[hit.text] = f"t{len(carried)}"
-                    carried[key] = hit.text
-            elif corpus is None:
-                raise HarnessError(
-                    f"run{' ' + run.source if run.source else ''} carries no text for passage {hit.passage_id!r} "
-                    f"(question {question.id!r}) and no corpus was given to look it up"
-                )
+    variants: dict[str, list[str]] = {}
+
+    def keys(hits: Sequence[RunHit]):
+        for hit in hits:
+            text = hit.text
+            if text is None:
+                yield "c" + hit.passage_id
+                continue
+            seen = variants.get(hit.passage_id)
+            if seen is None:
+                seen = variants[hit.passage_id] = []
+            for n, other in enumerate(seen):
+                if other is text or other == text:
+                    break
             else:
-                key = "c" + hit.passage_id
-            keys.append(key)
-        rankings.append(keys)
+                n = len(seen)
+                seen.append(text)
+                carried[f"t{n}:{hit.passage_id}"] = text
+            yield f"t{n}:{hit.passage_id}"
+
+    rankings = [keys(run.rankings[question.id]) for question in suite_questions]
+    # Two processes pay off for large runs that carry their texts (no corpus store to share).
+    pairs = sum(len(hits) for hits in run.rankings.values())
+    processes = 1
+    if pairs >= PARALLEL_PAIRS and all(hit.text is not None for hits in run.rankings.values() for hit in hits):
+        processes = min(2, os.cpu_count() or 1)
 
     def lookup(key: str) -> str:
         if key[0] == "t":
@@ -549,7 +671,7 @@ def first_hit_ranks_for_run(
                 f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
             ) from None
 
-    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode)
+    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode, processes=processes)
 
 
 def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import time
 import warnings
@@ -54,10 +55,15 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RunWarning)
-        run = read_run(run_file, loaded, format=fmt)
-        ranks = score_run(loaded, run)
+    # The file's digest is computed on a thread while it is read and scored (hashlib releases
+    # the GIL on large blocks), which hides its cost on large runs.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        digest = pool.submit(_sha256, run_file)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RunWarning)
+            run = read_run(run_file, loaded, format=fmt)
+            ranks = score_run(loaded, run)
+        sha256 = digest.result()
     timings["score"] = round(time.perf_counter() - start, 4)
     for w in caught:
         if warn is not None and issubclass(w.category, RunWarning):
@@ -77,7 +83,7 @@ def score_file(
         retriever={
             "name": name or stem,
             "plugin": "run-file",
-            "parameters": {"run_file": run_file.name, "format": run.format, "sha256": _sha256(run_file)},
+            "parameters": {"run_file": run_file.name, "format": run.format, "sha256": sha256},
         },
         ranks=ranks,
         ks=kept,

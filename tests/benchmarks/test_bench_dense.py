@@ -153,3 +153,68 @@ def test_bench_exact_search(benchmark, tmp_path):
     if benchmark.stats is not None:
         benchmark.extra_info.update(figures)
     print("\n[dense exact search] " + json.dumps(figures))
+
+
+# ---- exact search growth: 1M and 4M vectors, in RAM and over the memory maps ----------------
+
+#: Sizes for the growth benchmark (``HARNESS_BENCH_DENSE_SIZES``, comma-separated).
+GROWTH_SIZES = [int(x) for x in os.environ.get("HARNESS_BENCH_DENSE_SIZES", "1000000,4000000").split(",")]
+
+_GROWTH_SCRIPT = """
+import json, resource, sys, time
+import numpy as np
+from harness_builtins.dense import index as m
+from harness_builtins.dense.embeddings import EmbeddingCache
+cache = EmbeddingCache.open(sys.argv[1])
+if sys.argv[2] == "mapped":
+    m.FLAT_RAM_SHARE = 0.0
+else:
+    m.FLAT_RAM_SHARE = 1e9
+start = time.perf_counter()
+index = m.DenseIndex.build(cache, m.IndexConfig(kind="flat", gpu="false"), progress=False)
+build = time.perf_counter() - start
+queries = np.random.default_rng(1).standard_normal((int(sys.argv[3]), cache.dim), dtype=np.float32)
+start = time.perf_counter()
+scores, rows = index.search(queries, 100)
+search = time.perf_counter() - start
+np.save(sys.argv[4] + "-rows.npy", rows)
+np.save(sys.argv[4] + "-scores.npy", scores)
+print(json.dumps({"build_s": round(build, 1), "search_s": round(search, 1),
+                  "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+                  "mapped": isinstance(index.index, m.MappedFlatIP)}))
+"""
+
+
+@pytest.mark.benchmark(group="dense-search-growth")
+@pytest.mark.parametrize("n", GROWTH_SIZES)
+def test_bench_exact_search_growth(benchmark, tmp_path, n):
+    """Exact top-100 for 1,000 queries over ``n`` 768-d float16 vectors on CPU, each way in a fresh
+    process (peak RSS is the process's): ``IndexFlatIP`` holding a float32 copy, and
+    :class:`MappedFlatIP` over the memory maps. Both must return the same rows."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), str(repo / "plugins"), os.environ.get("PYTHONPATH", "")]))
+    start = time.perf_counter()
+    _write_cache(tmp_path / "cache", n, DIM, shards=max(1, n // 250_000))
+    generate_s = time.perf_counter() - start
+    figures = {"vectors": n, "dim": DIM, "queries": N_QUERIES, "k": 100, "generate_and_write_s": round(generate_s, 1),
+               "cache_gb": round(sum(p.stat().st_size for p in (tmp_path / "cache").iterdir()) / 1e9, 2)}
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _GROWTH_SCRIPT, str(tmp_path / "cache"), mode, str(N_QUERIES),
+                              str(tmp_path / mode)], check=True, capture_output=True, text=True, env=env)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    figures["mapped"] = benchmark.pedantic(run, args=("mapped",), rounds=1, iterations=1)
+    figures["in_ram"] = run("ram")
+    if benchmark.stats is not None:
+        benchmark.extra_info.update(figures)
+    print("\n[dense exact search growth] " + json.dumps(figures))
+    rows, ram_rows = (np.load(tmp_path / f"{m}-rows.npy") for m in ("mapped", "ram"))
+    scores, ram_scores = (np.load(tmp_path / f"{m}-scores.npy") for m in ("mapped", "ram"))
+    np.testing.assert_allclose(scores, ram_scores, rtol=1e-5, atol=1e-6)  # the same exact top-100 scores...
+    differ = rows != ram_rows  # ...and the same rows, up to the order of (near-)equal scores
+    np.testing.assert_allclose(scores[differ], ram_scores[differ], rtol=1e-5, atol=1e-6)
+    assert differ.mean() < 0.001, f"{differ.sum()} of {differ.size} rows differ"

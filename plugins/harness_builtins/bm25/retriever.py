@@ -15,6 +15,7 @@ from harness.util.progress import progress
 from harness.api import Corpus, Hit, Passage, RunContext
 
 from harness_builtins.bm25.java import anserini_jar, start_jvm
+from harness_builtins.bm25.prebuilt import open_searcher, prebuilt_lucene_index
 
 #: Bump when the way documents are built or indexed changes (invalidates cached indexes).
 INDEX_FORMAT = "bm25-index/1"
@@ -50,6 +51,10 @@ class BM25Retriever:
 
     def index(self, corpus: Corpus, context: RunContext) -> None:
         start_jvm()
+        prebuilt = prebuilt_lucene_index(corpus, context)
+        if prebuilt is not None:  # DPR's Wikipedia: pyserini's prebuilt index (bm25/prebuilt.py)
+            self._searcher, self._index_dir = open_searcher(prebuilt, self.k1, self.b), prebuilt
+            return
         root = Path(context.cache_dir) / "bm25"
         index_dir = root / f"{corpus.name}-{self.index_key(corpus)}"
         remove_stale(root)

@@ -17,6 +17,16 @@ are saved next to the embeddings (``index-<kind>-<digest>.faiss``) and reused.
 
 With a faiss that has GPU support and sees a GPU (``faiss.get_num_gpus() > 0``), ``flat`` and
 ``ivfpq`` indexes run on GPU (``gpu`` option: ``auto``, ``true``, ``false``); HNSW stays on CPU.
+
+Exact search at Wikipedia scale (21M x 768 = 32 GB in float16, 64 GB in float32):
+
+- on GPUs, ``flat`` is an ``IndexShards`` over every visible GPU, one ``GpuIndexFlatIP`` per
+  device storing float16 (``useFloat16``), each holding a contiguous range of the rows (so row
+  numbers are the cache's), searched in parallel and merged by faiss;
+- on CPU, ``flat`` is an ``IndexFlatIP`` in RAM when its float32 copy fits in
+  :data:`FLAT_RAM_SHARE` of physical memory, else :class:`MappedFlatIP`, which searches the
+  cache's memory-mapped float16 shards block by block (converted to float32 one block at a time)
+  and merges the blocks' exact top-k, so memory stays at about one block plus the page cache.
 """
 
 from __future__ import annotations
@@ -103,6 +113,89 @@ class IndexConfig:
         return cls(**fields)
 
 
+#: CPU ``flat`` keeps a float32 copy in RAM only up to this share of physical memory.
+FLAT_RAM_SHARE = 0.5
+
+#: Rows per block of :class:`MappedFlatIP` (262,144 x 768 float32 = 805 MB).
+MAPPED_BLOCK_ROWS = 262_144
+
+
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+class MappedFlatIP:
+    """Exact inner-product search over an :class:`EmbeddingCache`'s memory-mapped float16 shards.
+
+    Quacks like the faiss index :class:`DenseIndex` needs (``ntotal``, ``d``, ``search``): each
+    block of rows is converted to float32, searched exactly (``faiss.knn``), and its top-k merged
+    into a running top-k per query (``faiss.ResultHeap``), so the result is the exact top-k over
+    all rows; rows are the cache's row numbers.
+    """
+
+    def __init__(self, cache: EmbeddingCache, block_rows: int | None = None):
+        self.cache = cache
+        self.block_rows = block_rows or MAPPED_BLOCK_ROWS
+        self.ntotal = len(cache)
+        self.d = cache.dim
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        import faiss
+
+        heap = faiss.ResultHeap(len(queries), k, keep_max=True)
+        offset = 0
+        for shard in self.cache.shards:
+            for start in range(0, len(shard), self.block_rows):
+                block = np.ascontiguousarray(shard[start : start + self.block_rows], dtype=np.float32)
+                scores, rows = faiss.knn(queries, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+                heap.add_result(scores, np.where(rows >= 0, rows + (offset + start), -1))
+            offset += len(shard)
+        heap.finalize()
+        return heap.D, heap.I
+
+
+def _gpu_flat_shards(cache: EmbeddingCache, progress: bool) -> tuple[Any, list[Any]]:
+    """An ``IndexShards`` of float16 ``GpuIndexFlatIP`` over all visible GPUs, rows split into
+    contiguous ranges (``successive_ids``: shard i's row r is global row offset_i + r); also the
+    objects that must stay alive while it is used (GPU resources and sub-indexes)."""
+    import faiss
+
+    d, n = cache.dim, len(cache)
+    ngpu = faiss.get_num_gpus()
+    bounds = [n * g // ngpu for g in range(ngpu + 1)]
+    shards = faiss.IndexShards(d, True, True)  # threaded, successive ids
+    keep: list[Any] = []
+    subs = []
+    for g in range(ngpu):
+        resources = faiss.StandardGpuResources()
+        config = faiss.GpuIndexFlatConfig()
+        config.device = g
+        config.useFloat16 = True
+        subs.append(faiss.GpuIndexFlatIP(resources, d, config))
+        keep += [resources, config]
+    with progress_bar(total=n, desc="dense index (gpu)", unit="vec", enabled=progress) as bar:
+        row = 0
+        for vectors in cache.vectors(np.float32):
+            start = 0
+            while start < len(vectors):  # a cache shard may straddle two GPUs' ranges
+                g = next(i for i in range(ngpu) if bounds[i] <= row < bounds[i + 1])
+                take = min(len(vectors) - start, bounds[g + 1] - row)
+                subs[g].add(vectors[start : start + take])
+                start += take
+                row += take
+                bar.update(take)
+    for sub in subs:
+        shards.add_shard(sub)
+    keep += subs
+    shards.syncWithSubIndexes()
+    if shards.ntotal != n:
+        raise HarnessError(f"GPU shards hold {shards.ntotal} vectors, expected {n}")
+    return shards, keep
+
+
 def gpu_available() -> bool:
     import faiss
 
@@ -117,6 +210,8 @@ class DenseIndex:
         self.cache = cache
         self.config = config
         self.on_gpu = on_gpu
+        #: Objects the index needs alive (GPU resources and sub-indexes of a sharded index).
+        self.keep: list[Any] = []
         #: hnsw_metric="l2": the squared norm the passages were lifted to (DPR's transform).
         self.phi: float | None = None
 
@@ -140,12 +235,15 @@ class DenseIndex:
         d = cache.dim
         if config.kind == "flat":
             if use_gpu:
-                resources = faiss.StandardGpuResources()
-                index = faiss.GpuIndexFlatIP(resources, d)
-            else:
-                index = faiss.IndexFlatIP(d)
+                index, keep = _gpu_flat_shards(cache, progress)
+                built = cls(index, cache, config, on_gpu=True)
+                built.keep = keep
+                return built
+            if 4 * d * len(cache) > FLAT_RAM_SHARE * physical_memory():
+                return cls(MappedFlatIP(cache), cache, config)
+            index = faiss.IndexFlatIP(d)
             _add(index, cache, progress)
-            return cls(index, cache, config, on_gpu=use_gpu)
+            return cls(index, cache, config)
 
         saved = cache.path / f"index-{config.kind}-{config.build_key()}.faiss"
         phi = None
