@@ -48,6 +48,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.data.passages",
     "harness.data.questions",
     "harness.runfiles.readers",
+    "harness.runfiles.ranks",
     "harness.runfiles.writers",
     "harness.results",
     "harness.util.atomic",

@@ -33,16 +33,8 @@ from regex_witness import regex_witness
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.matching import has_answer
 from harness.data.questions import read_questions
-from harness.runfiles.readers import (
-    Run,
-    RunHit,
-    RunWarning,
-    detect_format,
-    first_hit_ranks_for_run,
-    flag_disagreements,
-    read_run,
-    score_run,
-)
+from harness.runfiles.ranks import first_hit_ranks_for_run, flag_disagreements, score_run
+from harness.runfiles.readers import Run, RunHit, RunWarning, detect_format, read_run
 from harness.runfiles.writers import write_dpr_json, write_pyserini_json, write_trec
 from harness.scoring.ranks import first_hit_ranks, top_k_accuracy
 from harness.api import InMemoryCorpus, Part, Passage, Question, Suite

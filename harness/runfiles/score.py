@@ -13,7 +13,8 @@ from typing import Any
 from harness import registry
 from harness.errors import HarnessError
 from harness.evaluate import build_result, check_metrics, parse_k
-from harness.runfiles.readers import RunWarning, read_run, score_run
+from harness.runfiles.ranks import score_run
+from harness.runfiles.readers import RunWarning, read_run
 from harness.scoring.metrics import DEFAULT_METRIC
 
 #: ``--format`` spellings: the short names of ``harness score --format`` and the readers' own.

@@ -1,0 +1,179 @@
+"""A run's first-hit ranks by DPR's protocol: matched on the text the run carries when it carries
+one (see :mod:`harness.runfiles.readers`), else on the suite's corpus; every ranking checked first."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+
+from harness.api import Corpus, MatchMode, Question, Suite
+from harness.errors import HarnessError
+from harness.runfiles.readers import Run, RunHit, RunWarning, _gc_paused
+from harness.scoring.ranks import ranks_by_part
+
+#: Runs with at least this many (question, passage) pairs are scored in two processes when they
+#: carry their texts and the machine has two cores (:func:`harness.scoring.ranks.first_hit_ranks`).
+PARALLEL_PAIRS = 200_000
+
+
+def check_aligned(run: Run, questions: Sequence[Question]) -> None:
+    if list(run.rankings) != [q.id for q in questions]:
+        raise ValueError("run is not aligned with these questions; read it with read_run(path, questions)")
+
+
+def _warn(run: Run, n: int) -> None:
+    source = f" {run.source}" if run.source else ""
+    if run.missing:
+        warnings.warn(
+            f"run{source}: {len(run.missing)} of {n} questions are missing (counted as no hit; "
+            f"first: {run.missing[0]!r})",
+            RunWarning,
+            stacklevel=3,
+        )
+    if run.answer_mismatches:
+        warnings.warn(
+            f"run{source}: {len(run.answer_mismatches)} questions' answers in the file differ from the suite's "
+            f"(first: {run.answer_mismatches[0]!r}); scored with the suite's answers",
+            RunWarning,
+            stacklevel=3,
+        )
+
+
+def first_hit_ranks_for_run(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None = None
+) -> list[int | None]:
+    """First-hit rank of each question of ``suite_questions`` (the run must be aligned with them).
+
+    A passage is matched on the text the run carries when it carries one (see the module notes),
+    else on its text in ``corpus``. Warns (:class:`RunWarning`) about missing questions and
+    answer mismatches.
+    """
+    check_aligned(run, suite_questions)
+    _warn(run, len(suite_questions))
+    with _gc_paused():
+        return _first_hit_ranks_for_run(run, suite_questions, mode=mode, corpus=corpus)
+
+
+def _first_hit_ranks_for_run(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None
+) -> list[int | None]:
+    from harness.scoring.ranks import first_hit_ranks
+
+    if corpus is None:
+        for question in suite_questions:
+            for hit in run.rankings[question.id]:
+                if hit.text is None:
+                    raise HarnessError(
+                        f"run{' ' + run.source if run.source else ''} carries no text for passage {hit.passage_id!r} "
+                        f"(question {question.id!r}) and no corpus was given to look it up"
+                    )
+    # Keys handed to first_hit_ranks, which looks each distinct key up once: "t<n>:<id>" for the
+    # n-th distinct text a run carries for passage <id>, "c<id>" for a corpus passage. Rankings
+    # are generators, so keys are made only for the passages read (up to each first hit), and a
+    # carried text is compared (not hashed) with the texts already seen for its passage id.
+    carried: dict[str, str] = {}
+    variants: dict[str, list[str]] = {}
+
+    def keys(hits: Sequence[RunHit]):
+        for hit in hits:
+            text = hit.text
+            if text is None:
+                yield "c" + hit.passage_id
+                continue
+            seen = variants.get(hit.passage_id)
+            if seen is None:
+                seen = variants[hit.passage_id] = []
+            for n, other in enumerate(seen):
+                if other is text or other == text:
+                    break
+            else:
+                n = len(seen)
+                seen.append(text)
+                carried[f"t{n}:{hit.passage_id}"] = text
+            yield f"t{n}:{hit.passage_id}"
+
+    rankings = [keys(run.rankings[question.id]) for question in suite_questions]
+    # Two processes pay off for large runs that carry their texts (no corpus store to share).
+    pairs = sum(len(hits) for hits in run.rankings.values())
+    processes = 1
+    if pairs >= PARALLEL_PAIRS and all(hit.text is not None for hits in run.rankings.values() for hit in hits):
+        processes = min(2, os.cpu_count() or 1)
+
+    def lookup(key: str) -> str:
+        if key[0] == "t":
+            return carried[key]
+        try:
+            return corpus.get(key[1:]).text  # type: ignore[union-attr]
+        except KeyError:
+            raise HarnessError(
+                f"run{' ' + run.source if run.source else ''} names passage {key[1:]!r}, "
+                f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
+            ) from None
+
+    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode, processes=processes)
+
+
+def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
+    """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`), after
+    checking every ranking (:func:`harness.scoring.rankings.check_ranking`; passages the run
+    carries no text for must all be in the suite's corpus, not only those above the first hit)."""
+    from harness.scoring.rankings import check_ranking, corpus_has
+
+    source = run.source or "run"
+    has, present = corpus_has(suite.corpus), set()
+    for qid, hits in run.rankings.items():
+        check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
+        for position, hit in enumerate(hits):
+            if hit.text is None and hit.passage_id not in present:
+                if has(hit.passage_id):
+                    present.add(hit.passage_id)
+                    continue
+                raise HarnessError(
+                    f"{source}: question {qid!r}: hit {position} names passage {hit.passage_id!r}, "
+                    f"which is not in corpus {suite.corpus.name!r}"
+                )
+    ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
+    return ranks_by_part(suite.parts, ranks)
+
+
+def flag_disagreements(
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None = None
+) -> list[tuple[str, int, str, bool, bool]]:
+    """Where a file's ``has_answer`` flags differ from the harness's matcher on the same text.
+
+    Returns ``(question id, 0-based position, passage id, file flag, harness flag)`` for every
+    flagged passage that disagrees. Pyserini's evaluator trusts the flags, so any row here is a
+    place where its numbers and the harness's can differ.
+    """
+    from harness.scoring.matching import AnswerMatcher, prepare
+
+    check_aligned(run, suite_questions)
+    prepared: dict[str, str] = {}
+    out = []
+    for question in suite_questions:
+        matcher = AnswerMatcher(question.answers, mode=mode)
+        for position, hit in enumerate(run.rankings[question.id]):
+            if hit.has_answer is None:
+                continue
+            text = hit.text if hit.text is not None else corpus_passage(corpus, hit.passage_id, run).text
+            key = text
+            if key not in prepared:
+                prepared[key] = prepare(text, mode)
+            ours = matcher.matches_prepared(prepared[key])
+            if ours != hit.has_answer:
+                out.append((question.id, position, hit.passage_id, hit.has_answer, ours))
+    return out
+
+
+def corpus_passage(corpus: Corpus | None, passage_id: str, run: Run):
+    """The passage ``passage_id`` of ``corpus``, for runs that carry no text."""
+    if corpus is None:
+        raise HarnessError(f"passage {passage_id!r}: no text in the run and no corpus given")
+    try:
+        return corpus.get(passage_id)
+    except KeyError:
+        raise HarnessError(f"passage {passage_id!r} is not in corpus {corpus.name!r}") from None
+
+
+__all__ = ["check_aligned", "corpus_passage", "first_hit_ranks_for_run", "flag_disagreements", "score_run"]
