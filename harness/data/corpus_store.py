@@ -65,7 +65,15 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, InputFileError, UnknownNameError
 from harness.api.corpus import PassageFingerprint
-from harness.util.atomic import COMPLETE_FILE, apply_umask, check_complete, mark_complete, remove_stale, temp_name
+from harness.util.atomic import (
+    COMPLETE_FILE,
+    apply_umask,
+    check_complete,
+    fsync_path,
+    mark_complete,
+    remove_stale,
+    temp_name,
+)
 from harness.util.progress import progress as _progress_bar
 from harness.data.corpus_sources import FORMATS, Source, line_of_rows, source_rows
 from harness.api import Passage
@@ -319,7 +327,7 @@ def build_store(
         with open(tmp / META_FILE, "w", encoding="utf-8", newline="\n") as f:
             f.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         for file in tmp.iterdir():
-            _fsync(file)
+            fsync_path(file)
             apply_umask(file)
         mark_complete(tmp)
         _move_into_place(tmp, out_dir, overwrite=overwrite)
@@ -346,14 +354,6 @@ def _raise_on_duplicates(source: Path, format: str, tmp: Path, pairs: list[tuple
     raise InputFileError(
         source, f"duplicate passage id {passage_id!r} (first at line {lines.get(first, '?')})", line=lines.get(later)
     )
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _sibling_dir(out_dir: Path, tag: str) -> Path:

@@ -45,6 +45,7 @@ import zlib
 from pathlib import Path
 
 from harness.util import jsonio
+from harness.util.atomic import fsync_path
 from harness.errors import InputFileError
 from harness.util.progress import progress as _progress_bar
 
@@ -121,7 +122,7 @@ def split_articles(
                 raise InputFileError(source, "not UTF-8 text", line=line + 1) from None
             except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
                 raise InputFileError(source, f"corrupt gzip stream: {exc}") from None
-        _fsync(tmp)
+        fsync_path(tmp)
         os.replace(tmp, out_tsv)
     except BaseException:
         try:
@@ -149,11 +150,3 @@ def _text_output(raw: io.BufferedWriter, *, gzipped: bool) -> io.TextIOWrapper:
     # No file name and mtime 0 in the gzip header: the same articles give the same bytes.
     binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gzipped else raw
     return io.TextIOWrapper(binary, encoding="utf-8", newline="")
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

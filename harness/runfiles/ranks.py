@@ -121,14 +121,11 @@ def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
     from harness.scoring.rankings import check_ranking, corpus_has
 
     source = run.source or "run"
-    has, present = corpus_has(suite.corpus), set()
+    has = corpus_has(suite.corpus)
     for qid, hits in run.rankings.items():
         check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
         for position, hit in enumerate(hits):
-            if hit.text is None and hit.passage_id not in present:
-                if has(hit.passage_id):
-                    present.add(hit.passage_id)
-                    continue
+            if hit.text is None and not has(hit.passage_id):
                 raise HarnessError(
                     f"{source}: question {qid!r}: hit {position} names passage {hit.passage_id!r}, "
                     f"which is not in corpus {suite.corpus.name!r}"

@@ -54,13 +54,18 @@ def check_ranking(
 
 
 def corpus_has(corpus) -> Callable[[str], bool]:
-    """``passage_id in corpus`` through the :class:`~harness.api.Corpus` protocol's ``get``."""
+    """``passage_id in corpus`` through the :class:`~harness.api.Corpus` protocol's ``get``; each
+    passage found is remembered, so rankings that share passages look each one up once."""
+    present: set[str] = set()
 
     def has(passage_id: str) -> bool:
+        if passage_id in present:
+            return True
         try:
             corpus.get(passage_id)
         except KeyError:
             return False
+        present.add(passage_id)
         return True
 
     return has

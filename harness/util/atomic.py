@@ -3,7 +3,7 @@ that can tell whether they were finished.
 
 One mechanism for everything the harness writes:
 
-- :func:`write_text_atomic` / :func:`write_bytes_atomic`: a temporary sibling file, then
+- :func:`write_text_atomic`: a temporary sibling file, then
   ``os.replace``; the file gets ``0666 & ~umask`` like any ``open(..., "w")`` (not ``mkstemp``'s
   0600).
 - :func:`atomic_dir`: build a folder under a temporary sibling name, rename it into place when
@@ -88,16 +88,16 @@ def remove_stale(parent: str | os.PathLike, name: str | None = None) -> list[Pat
     return removed
 
 
-def _write_atomic(path: str | os.PathLike, data: bytes) -> Path:
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` via a temporary sibling and ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
     try:
-        with open(tmp, "xb") as f:
-            f.write(data)
+        with open(tmp, "xb") as f:  # created 0666 & ~umask, like any file
+            f.write(text.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
-        apply_umask(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -105,14 +105,13 @@ def _write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` via a temporary sibling and ``os.replace``."""
-    return _write_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and ``os.replace``."""
-    return _write_atomic(path, data)
+def fsync_path(path: str | os.PathLike) -> None:
+    """Flush a written file's data to disk (before it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
