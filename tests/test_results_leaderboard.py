@@ -16,28 +16,7 @@ from harness.errors import InputFileError
 from harness.results.leaderboard import render
 from harness.results.schema import SCHEMA, read_result, read_results, result_filename, validate, write_result
 
-
-def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100, k=None):
-    ranks = ranks if ranks is not None else {"all": {"q1": 0, "q2": 4, "q3": None, "q4": 30}}
-    return {
-        "schema": SCHEMA,
-        "created": created,
-        "suite": {
-            "name": suite, "description": "", "synthetic": True, "match": "string",
-            "questions_fingerprint": "sha256:x",
-            "parts": [{"name": p, "questions": len(q)} for p, q in ranks.items()],
-            "corpus": {"name": "c", "passages": 10, "fingerprint": "sha256:y"},
-        },
-        "retriever": {"name": retriever, "plugin": "p", "parameters": params or {"a": 1}},
-        "matcher": "dpr-has-answer/1",
-        "k": k or [x for x in (1, 5, 20, 100) if x <= depth],
-        "depth": depth,
-        "first_hit_ranks": ranks,
-        "metrics": {},
-        "timings": {"search": 0.1},
-        "versions": {},
-        "machine": {},
-    }
+from result_docs import make_result
 
 
 def test_write_and_read_back(tmp_path):
