@@ -37,6 +37,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.plugins",
     "harness.evaluate",
     "harness.testing",
+    "harness.analysis.published",
     "harness.matching",
     "harness.scoring",
     "harness.scoring.matching",

@@ -19,7 +19,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by the command line
     import click
 
-    from harness.api import EncoderSpec, MetricSpec, RetrieverSpec, SuiteSpec
+    from harness.api import EncoderSpec, MetricSpec, PublishedTable, RetrieverSpec, SuiteSpec
 
 hookspec = pluggy.HookspecMarker("harness")
 
@@ -57,6 +57,15 @@ def register_encoders(register: Callable[[EncoderSpec], None]) -> None:
     Called the first time anything asks for the list of encoders. ``EncoderSpec.load`` is called
     only when the encoder is used; the dense engine offers each encoder as a retriever of the same
     name.
+    """
+
+
+@hookspec
+def register_published(register: Callable[[PublishedTable], None]) -> None:
+    """Offer published numbers: call ``register(PublishedTable(...))`` once per paper table.
+
+    Called the first time anything asks for published numbers (``harness list published``,
+    ``harness leaderboard``, ``harness reproduce``).
     """
 
 

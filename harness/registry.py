@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-from harness.api import EncoderSpec, MetricSpec, RetrieverSpec, SuiteSpec
+from harness.api import EncoderSpec, MetricSpec, PublishedTable, RetrieverSpec, SuiteSpec
 from harness.errors import HarnessError, UnknownNameError
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ KINDS: dict[str, Kind] = {
     "suites": Kind("register_suites", SuiteSpec, "suite"),
     "metrics": Kind("register_metrics", MetricSpec, "metric"),
     "encoders": Kind("register_encoders", EncoderSpec, "encoder"),
+    "published": Kind("register_published", PublishedTable, "published table"),
 }
 
 #: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).

@@ -7,6 +7,7 @@
   :class:`RetrieverSpec`
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
+- :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
 import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
@@ -16,6 +17,7 @@ import torch, pyserini or anything heavy, and must not read data; heavy work hap
 from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
+from harness.api.published import PublishedRow, PublishedTable
 from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 
@@ -35,6 +37,8 @@ __all__ = [
     "Passage",
     "PassageFingerprint",
     "PassageInput",
+    "PublishedRow",
+    "PublishedTable",
     "Question",
     "Ranking",
     "Retriever",
