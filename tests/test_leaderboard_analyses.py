@@ -87,7 +87,9 @@ def test_published_rows_sit_beside_results_of_their_suite(tmp_path):
     published = [r for r in rows if r[0].startswith("*published:*")]
     assert len(published) == 1
     assert published[0][:2] == ["*published:* BM25 (paper)", "[Someone 2020, Table 1](https://example.org/t1)"]
-    assert published[0][2:6] == ["–", "–", "59.10", "73.70"]
+    assert published[0][2:6] == ["–", "–", "59.1", "73.7"]  # as printed
+    # every table also has its own folded block, rows of every suite included
+    assert "<details><summary>paper-t1: T1</summary>" in markdown and "| Other suite" in markdown
 
 
 def published_file(tmp_path, text, name="p-1"):

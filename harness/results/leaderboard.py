@@ -310,6 +310,36 @@ def render(
             out.append(_parts_table(rows, [p["name"] for p in parts], order[0]))
         for image in (plots or {}).get(suite, ()) if not several else ():
             out.append(f"\n![{_cell(Path(image).stem)}]({image})\n")
+    if published:
+        out.append(_published_section(published))
+    return "".join(out)
+
+
+def _published_section(published: Sequence[PublishedTable]) -> str:
+    """Every published table, one folded block each: the numbers as printed, with their source.
+    ``retriever``: the harness configuration ``harness reproduce`` compares with the row."""
+    out = [
+        f"\n## Published numbers\n\n{len(published)} tables of top-k accuracy (percent) as printed in papers "
+        "and reproduction reports, with their sources; rows naming a harness retriever are compared with "
+        "results by `harness reproduce --check` (tolerance 2 points). Papers' suite names are the harness's "
+        "where it has the suite.\n"
+    ]
+    for table in sorted(published, key=lambda t: t.name):
+        ks = sorted({k for row in table.rows for k in row.values})
+        body = [
+            [_cell(row.system), _cell(row.suite + (f" {row.part}" if row.part else ""))]
+            + [str(row.values[k]) if k in row.values else "–" for k in ks]
+            + [_cell(row.retriever or ""), _cell(row.note)]
+            for row in table.rows
+        ]
+        headers = ["system", "suite"] + [f"top-{k}" for k in ks] + ["retriever", "note"]
+        source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
+        note = f"\n\n{_cell(table.note)}" if table.note else ""
+        out.append(
+            f"\n<details><summary>{_cell(table.name)}: {_cell(table.title)}</summary>\n\n{source}{note}\n\n"
+            + tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+            + "\n\n</details>\n"
+        )
     return "".join(out)
 
 
@@ -323,7 +353,7 @@ def _published_rows(published: Sequence[PublishedTable], suite: str, ks: Sequenc
         source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
         rows.append(
             [f"*published:* {_cell(row.system)}", source]
-            + [f"{row.values[k]:.2f}" if k in row.values else "–" for k in ks]
+            + [str(row.values[k]) if k in row.values else "–" for k in ks]
             + [_cell(table.name)]
         )
     return rows
