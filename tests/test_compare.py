@@ -152,3 +152,16 @@ def test_committed_demo_results_against_direct_counts():
     e = c.accuracy["minilm"][20]
     assert round(100 * e.value, 2) == 96.83 and e.low < e.value < e.high
     assert (e.high - e.low) < 0.05
+
+
+def test_the_readme_example_is_what_the_command_prints(capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("$ harness compare bm25 minilm"):]
+    block = block[: block.index("```")]
+    command, *expected = block.splitlines()
+    args = command.removeprefix("$ harness ").split()
+    assert main([*args, "--results-dir", str(COMMITTED)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    for line in expected:
+        if line and line != "...":
+            assert line in printed, line
