@@ -165,3 +165,16 @@ def test_the_readme_example_is_what_the_command_prints(capsys):
     for line in expected:
         if line and line != "...":
             assert line in printed, line
+
+
+def test_more_bad_arguments_are_one_line_errors(two, tmp_path, capsys):
+    cases = [
+        (["compare", "a", "b", "--suite", "s", "--results-dir", str(two), "--mrr-k", "0"], "--mrr-k 0 must be between 1"),
+        (["compare", "a", "b", "--suite", "s", "--results-dir", str(tmp_path / "none")], "no such folder"),
+        (["reproduce", "--results-dir", str(tmp_path / "none")], "no such folder"),
+        (["compare", "a", "b", "--results-dir", str(two)], "give --suite"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err

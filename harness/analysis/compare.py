@@ -150,7 +150,10 @@ def find_result(reference: str, *, suite: str | None, results: Sequence[Result])
 
 def load_systems(references: Sequence[str], *, suite: str | None, results_dir: Path) -> list[System]:
     """Resolve each reference (file or name) and give each a unique label."""
-    pool = read_results(results_dir) if any(not r.endswith(".json") and not Path(r).is_file() for r in references) else []
+    by_name = any(not r.endswith(".json") and not Path(r).is_file() for r in references)
+    if by_name and not Path(results_dir).is_dir():
+        raise HarnessError(f"--results-dir {results_dir}: no such folder (results named by retriever are looked up there)")
+    pool = read_results(results_dir) if by_name else []
     chosen = [find_result(ref, suite=suite, results=pool) for ref in references]
     labels = [r.retriever for r in chosen]
     systems = []
@@ -213,7 +216,7 @@ def compare(
         raise HarnessError(f"cutoff {too_deep[0]} is deeper than the shallowest result's depth ({depth})")
     if any(k < 1 for k in ks):
         raise HarnessError("cutoffs must be positive")
-    mrr_k = mrr_k or max(ks)
+    mrr_k = max(ks) if mrr_k is None else mrr_k
     if not 1 <= mrr_k <= depth:
         raise HarnessError(f"--mrr-k {mrr_k} must be between 1 and the shallowest result's depth ({depth})")
     if resamples < 1 or permutations < 1:

@@ -25,6 +25,7 @@ import gzip
 import io
 import re
 import string
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +100,7 @@ def read_training(path: Path, *, part_names: Sequence[str] = ()) -> Iterator[Tra
             with _open_text(path) as f:
                 for number, value in jsonio.iter_array(f, source=path, lines=True):
                     yield _item(value, path, number, part)
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise InputFileError(path, f"cannot read training data: {getattr(exc, 'strerror', None) or exc}") from None
 
 

@@ -23,8 +23,13 @@ def reproduce(results_dir: Path | None, tolerance: float, check: bool) -> None:
     from harness.analysis.published import checks, format_checks
     from harness.results.schema import read_results
 
+    from harness.errors import HarnessError
+
+    folder = results_dir or default_results_dir()
+    if not folder.is_dir():
+        raise HarnessError(f"--results-dir {folder}: no such folder")
     tables = list(registry.registry("published"))
-    results = read_results(results_dir or default_results_dir())
+    results = read_results(folder)
     done, missing = checks(tables, results)
     click.echo(format_checks(done, missing, tolerance), nl=False)
     drift = [c for c in done if not c.within(tolerance)]
