@@ -189,10 +189,17 @@ def test_plots_are_reproducible_and_checked(tmp_path):
     (folder / "s-topk.svg").write_bytes(original)
     other = dict(plots, **{"s-topk": topk_plot(results[:1])})
     assert any("other data: s-topk" in p for p in sync_plot_dir(other, folder, check=True))
-    (folder / "old.svg").write_text("<svg/>")
-    assert any("old.svg" in p for p in sync_plot_dir(plots, folder, check=True))
+    (folder / "s-topk.svg").unlink()
+    assert f"{folder / 's-topk.svg'} is missing" in sync_plot_dir(plots, folder, check=True)
     sync_plot_dir(plots, folder, check=False)
-    assert not (folder / "old.svg").exists()
+    # a plot no longer wanted is caught and removed; files harness did not draw are left alone
+    (folder / "mine.svg").write_text("<svg/>")
+    fewer = {"s-topk": plots["s-topk"]}
+    assert any("s-parts.svg" in p for p in sync_plot_dir(fewer, folder, check=True))
+    sync_plot_dir(fewer, folder, check=False)
+    assert not (folder / "s-parts.svg").exists() and (folder / "mine.svg").exists()
+    assert sync_plot_dir(fewer, folder, check=True) == []
+    sync_plot_dir(plots, folder, check=False)
     # another matplotlib: data and recorded digests are compared instead of a fresh drawing
     record = json.loads((folder / MANIFEST).read_text())
     record["matplotlib"] = "0.0"

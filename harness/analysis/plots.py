@@ -272,9 +272,10 @@ def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fm
                 from harness.util.atomic import write_bytes_atomic
 
                 write_bytes_atomic(path, content)
-        for stale in sorted(directory.glob(f"*.{fmt}")) if directory.is_dir() else []:
-            if stale.name not in rendered:
-                stale.unlink()
+        # only files an earlier run drew (its manifest lists them) are removed: the folder may be shared
+        for name in _recorded_files(directory):
+            if name not in rendered and "/" not in name and name.endswith(f".{fmt}"):
+                (directory / name).unlink(missing_ok=True)
         if plots or (directory / MANIFEST).exists():
             write_manifest(directory / MANIFEST, manifest(plots, rendered))
         return []
@@ -292,12 +293,13 @@ def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fm
         changed = sorted(set(wanted) ^ set(recorded["plots"]) | {s for s in wanted if recorded["plots"].get(s) != wanted[s]})
         problems.append(f"plots with other data: {', '.join(changed)}")
     same_version = recorded.get("matplotlib") == matplotlib.__version__
-    on_disk = {p.name for p in directory.glob(f"*.{fmt}")}
-    if on_disk != set(rendered):
-        problems.append(f"plot files differ from the plots: {', '.join(sorted(on_disk ^ set(rendered)))}")
+    recorded_files = set(recorded["files"])
+    if recorded_files != set(rendered):
+        problems.append(f"plot files differ from the plots: {', '.join(sorted(recorded_files ^ set(rendered)))}")
     for name, content in rendered.items():
         path = directory / name
         if not path.is_file():
+            problems.append(f"{path} is missing")
             continue
         actual = path.read_bytes()
         if same_version and actual != content:
@@ -305,6 +307,14 @@ def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fm
         elif "sha256:" + hashlib.sha256(actual).hexdigest() != recorded["files"].get(name):
             problems.append(f"{path} was changed after it was drawn")
     return problems
+
+
+def _recorded_files(directory: Path) -> list[str]:
+    try:
+        files = json.loads((directory / MANIFEST).read_text(encoding="utf-8")).get("files", {})
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return []
+    return [name for name in files if isinstance(name, str)] if isinstance(files, dict) else []
 
 
 def drawn_with(directory: Path) -> str | None:
