@@ -148,6 +148,13 @@ def test_committed_demo_results_against_direct_counts():
         test = next(t for t in c.pairs if t.measure == f"top-{k}")
         assert (test.a_only, test.b_only) == (only_a, only_b)
         assert test.p_value == pytest.approx(p, rel=1e-9)
+    # Holm by hand over the family of five tests: sorted p times (5, 4, 3, 2, 1), running maximum
+    ps = [t.p_value for t in c.pairs]
+    running, expected = 0.0, {}
+    for rank, i in enumerate(sorted(range(len(ps)), key=ps.__getitem__)):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        expected[i] = running
+    assert [t.p_holm for t in c.pairs] == pytest.approx([expected[i] for i in range(len(ps))], rel=1e-12)
     # macro top-20 equals the leaderboard's number and lies in its interval
     e = c.accuracy["minilm"][20]
     assert round(100 * e.value, 2) == 96.83 and e.low < e.value < e.high
