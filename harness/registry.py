@@ -26,7 +26,18 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-from harness.api import EncoderSpec, MetricSpec, PublishedTable, RetrieverSpec, SuiteSpec
+from harness.api import (
+    AugmentationSpec,
+    EncoderSpec,
+    LossSpec,
+    MetricSpec,
+    MinerSpec,
+    PublishedTable,
+    RetrieverSpec,
+    SamplerSpec,
+    SuiteSpec,
+    VariantSpec,
+)
 from harness.errors import HarnessError, UnknownNameError
 
 T = TypeVar("T")
@@ -48,6 +59,11 @@ KINDS: dict[str, Kind] = {
     "metrics": Kind("register_metrics", MetricSpec, "metric"),
     "encoders": Kind("register_encoders", EncoderSpec, "encoder"),
     "published": Kind("register_published", PublishedTable, "published table"),
+    "losses": Kind("register_losses", LossSpec, "loss"),
+    "samplers": Kind("register_samplers", SamplerSpec, "batch sampler"),
+    "miners": Kind("register_miners", MinerSpec, "negative miner"),
+    "augmentations": Kind("register_augmentations", AugmentationSpec, "augmentation"),
+    "variants": Kind("register_variants", VariantSpec, "training variant"),
 }
 
 #: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).

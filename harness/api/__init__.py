@@ -8,6 +8,8 @@
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
 - :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
+- :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
+  miners, augmentations) and :class:`VariantSpec` with its :class:`Recipe`
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
 import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
@@ -20,9 +22,25 @@ from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.published import PublishedRow, PublishedTable
 from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
+from harness.api.training import (
+    AugmentationSpec,
+    LossSpec,
+    MinerSpec,
+    Recipe,
+    SamplerSpec,
+    TrainingExample,
+    VariantSpec,
+)
 
 __all__ = [
     "DEFAULT_K",
+    "AugmentationSpec",
+    "LossSpec",
+    "MinerSpec",
+    "Recipe",
+    "SamplerSpec",
+    "TrainingExample",
+    "VariantSpec",
     "MATCH_MODES",
     "MAX_K",
     "Corpus",
