@@ -13,7 +13,9 @@ Five kinds of parts, each registered like retrievers are (``harness list losses`
   ``(examples, batch_size, rng) -> list[list[int]]``: the epoch's batches as indices into
   ``examples``.
 - :class:`MinerSpec` (``register_miners``): ``build(**options)`` returns a callable
-  ``(examples, context) -> list[TrainingExample]``: the examples with hard negatives mined.
+  ``(examples, corpus, context) -> list[TrainingExample]`` (``corpus`` a :class:`~harness.api.Corpus`,
+  ``context`` a :class:`~harness.api.RunContext`): the examples with hard negatives mined from
+  ``corpus``.
 - :class:`AugmentationSpec` (``register_augmentations``): ``build(**options)`` returns a callable
   ``(text, rng) -> str`` applied to questions or passages at training time.
 - :class:`VariantSpec` (``register_variants``): a named :class:`Recipe` composing the above with the
