@@ -2,21 +2,21 @@
 
 Five kinds of parts, each registered like retrievers are (``harness list losses`` ...):
 
-- :class:`LossSpec` (``register_losses``): ``build(**options)`` returns a ``torch.nn.Module`` whose
+- :class:`LossSpec` (``register_losses``): ``load(**options)`` returns a ``torch.nn.Module`` whose
   ``forward(questions, passages, positive)`` takes the batch's question embeddings ``[B, d]``, the
   passage embeddings ``[N, d]`` (every positive and hard negative of the batch, gathered over
   devices) and ``positive`` (``[B]``, the row of each question's positive in ``passages``), and
   returns a mapping of named scalar tensors with the total under ``"loss"`` (the other entries are
   logged as the loss's parts). A loss may have parameters (a scoring head); they are trained with
   the encoders and saved with the checkpoint.
-- :class:`SamplerSpec` (``register_samplers``): ``build(**options)`` returns a callable
+- :class:`SamplerSpec` (``register_samplers``): ``load(**options)`` returns a callable
   ``(examples, batch_size, rng) -> list[list[int]]``: the epoch's batches as indices into
   ``examples``.
-- :class:`MinerSpec` (``register_miners``): ``build(**options)`` returns a callable
+- :class:`MinerSpec` (``register_miners``): ``load(**options)`` returns a callable
   ``(examples, corpus, context) -> list[TrainingExample]`` (``corpus`` a :class:`~harness.api.Corpus`,
   ``context`` a :class:`~harness.api.RunContext`): the examples with hard negatives mined from
   ``corpus``.
-- :class:`AugmentationSpec` (``register_augmentations``): ``build(**options)`` returns a callable
+- :class:`AugmentationSpec` (``register_augmentations``): ``load(**options)`` returns a callable
   ``(text, rng) -> str`` applied to questions or passages at training time.
 - :class:`VariantSpec` (``register_variants``): a named :class:`Recipe` composing the above with the
   encoder settings (shared or separate encoders, a question marker, a frozen side) and default
@@ -50,41 +50,41 @@ class TrainingExample:
 
 @dataclass(frozen=True, kw_only=True)
 class LossSpec:
-    """A training loss over embeddings; ``build(**options)`` returns the ``torch.nn.Module``."""
+    """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``."""
 
     name: str
     description: str
-    build: Callable[..., Any]
+    load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerSpec:
-    """How an epoch's examples are cut into batches; ``build(**options)`` returns the sampler."""
+    """How an epoch's examples are cut into batches; ``load(**options)`` returns the sampler."""
 
     name: str
     description: str
-    build: Callable[..., Any]
+    load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class MinerSpec:
-    """Where hard negatives come from; ``build(**options)`` returns the miner."""
+    """Where hard negatives come from; ``load(**options)`` returns the miner."""
 
     name: str
     description: str
-    build: Callable[..., Any]
+    load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class AugmentationSpec:
-    """A change to input text at training time; ``build(**options)`` returns ``(text, rng) -> str``."""
+    """A change to input text at training time; ``load(**options)`` returns ``(text, rng) -> str``."""
 
     name: str
     description: str
-    build: Callable[..., Any]
+    load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
