@@ -38,6 +38,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.evaluate",
     "harness.testing",
     "harness.analysis.published",
+    "harness.data.training",
     "harness.matching",
     "harness.scoring",
     "harness.scoring.matching",

@@ -70,7 +70,7 @@ def _item(value: Any, path: Path, line: int | None, part: str | None) -> Trainin
         answers = [answers]
     if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
         raise InputFileError(path, "'answers' must be a list of strings", line=line)
-    label = value.get("relation", value.get("part", part))
+    label = value.get("label", value.get("relation", value.get("part", part)))
     return TrainingItem(value["question"], tuple(answers), label if isinstance(label, str) else part)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from harness import hookimpl
-from harness.api import AugmentationSpec, LossSpec, MinerSpec, SamplerSpec
+from harness.api import AugmentationSpec, LossSpec, SamplerSpec
 
 from .variants import VARIANTS
 
@@ -50,12 +50,6 @@ def _build(module: str, function: str, name: str, **options):
     return getattr(importlib.import_module(f"harness_builtins.training.{module}"), function)(name, **options)
 
 
-def _miner(**options):
-    from harness_builtins.training.mining import RetrieverMiner
-
-    return RetrieverMiner(**options)
-
-
 @hookimpl
 def register_losses(register):
     for name, (description, options) in _LOSSES.items():
@@ -78,12 +72,9 @@ def register_augmentations(register):
 
 @hookimpl
 def register_miners(register):
-    register(MinerSpec(
-        name="retriever",
-        description="hard negatives: a retriever's best-ranked passages that contain no answer (BM25 by default; a dense checkpoint for dense negatives)",
-        load=_miner,
-        options={"retriever": "bm25", "options": None, "negatives": 1, "depth": 100},
-    ))
+    from harness_builtins.training.mining import SPEC
+
+    register(SPEC)
 
 
 @hookimpl

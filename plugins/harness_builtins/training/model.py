@@ -7,7 +7,8 @@
 - **One shared encoder**: a single ``Transformer`` + ``Pooling`` for both sides.
 
 The initial model is a sentence-transformers directory or hub id (its modules are kept, a Router
-made of two copies when the variant wants separate encoders) or any transformers encoder (BERT,
+made of two copies when the variant wants separate encoders, and a final ``Normalize`` dropped:
+DPR's dot product at scale 1 needs unnormalised vectors) or any transformers encoder (BERT,
 a DPR-style BERT directory, ...): ``Transformer`` plus CLS or mean ``Pooling``.
 """
 
@@ -42,8 +43,12 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
 
     try:
         if _is_sentence_transformers(model):
+            from sentence_transformers.sentence_transformer.modules import Normalize
+
             base = SentenceTransformer(model, device=device)
-            modules = list(base.children())
+            # DPR's loss is a dot product at scale 1: on unit vectors it would be a cosine with
+            # temperature 1, which hardly trains, so a final normalisation is left out
+            modules = [m for m in base.children() if not isinstance(m, Normalize)]
             if any(isinstance(m, Router) for m in modules):
                 if shared:
                     raise HarnessError(f"{model} has separate question and passage encoders; this variant trains one shared encoder")

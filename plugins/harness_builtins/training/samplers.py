@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from harness.api.training import TrainingExample
+from harness.api import TrainingExample
 
 _SWAP_TRIES = 64
 _KMEANS_ITERATIONS = 50

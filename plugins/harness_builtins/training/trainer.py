@@ -52,6 +52,24 @@ LOSS_STATE = "loss.safetensors"
 RECORD_SCHEMA = "harness-training/1"
 
 
+def _with_model_defaults(kind: str, part, overrides: dict, model) -> dict:
+    """Options a part can only get from the model being trained, when neither the recipe nor the
+    user set them: a loss's ``dim`` (its head's input size) and a sampler's ``embed`` (questions to
+    vectors with the current question encoder, for clustering)."""
+    declared = registry.registry(kind).get(part[0]).options
+    given = {**dict(part[1]), **overrides}
+    out = dict(overrides)
+    if "dim" in declared and given.get("dim") is None:
+        out["dim"] = model.get_sentence_embedding_dimension()
+    if "embed" in declared and given.get("embed") is None and given.get("vectors") is None:
+        def embed(examples):
+            encode = getattr(model, "encode_query", model.encode)
+            return encode([e.question for e in examples], convert_to_numpy=True, show_progress_bar=False)
+
+        out["embed"] = embed
+    return out
+
+
 def _part(kind: str, part, overrides: dict | None = None):
     name, options = part
     merged = {**dict(options), **(overrides or {})}
@@ -65,15 +83,19 @@ class _BatchSampler:
     def __init__(self, sampler, examples, batch_size: int, seed: int):
         self.sampler, self.examples, self.batch_size, self.seed = sampler, examples, batch_size, seed
         self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def _batches(self) -> list[list[int]]:
+        if self._cache is not None and self._cache[0] == self.epoch:
+            return self._cache[1]
         batches = self.sampler(self.examples, self.batch_size, random.Random(f"{self.seed}:{self.epoch}"))
         for batch in batches:
             if not batch or any(not (0 <= i < len(self.examples)) for i in batch):
                 raise HarnessError("the batch sampler returned an empty batch or an index out of range")
+        self._cache = (self.epoch, batches)
         return batches
 
     def __iter__(self):
@@ -117,13 +139,18 @@ def _training_file(name: Path, settings: TrainSettings) -> Path:
     suite = str(name)
     if suite not in registry.suites():
         raise HarnessError(f"--data {name}: no such file, and no suite of that name (harness list suites)")
-    from harness.data.training import make_training_file
+    from harness.data.training import suite_training_examples, write_training_examples
+    from harness.evaluate import make_context
     from harness.util.cache import cache_dir
 
     negatives = max(1, settings.hard_negatives or 1)
     target = cache_dir() / "training-data" / f"{suite}--bm25--{negatives}.json"
     if not target.is_file():
-        make_training_file(suite, "bm25", {}, target, negatives=negatives, progress=settings.progress)
+        loaded_suite = registry.load("suites", suite, {}).value
+        retriever = registry.load("retrievers", "bm25", {}).value
+        context = make_context(loaded_suite, show_progress=settings.progress)
+        examples, _ = suite_training_examples(loaded_suite, retriever, name="bm25", context=context, negatives=negatives)
+        write_training_examples(target, examples)
     return target
 
 
@@ -166,8 +193,6 @@ def train(settings: TrainSettings) -> Path:
     if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not settings.resume:
         raise HarnessError(f"{output} holds checkpoints of an unfinished run: add --resume to continue it, or choose another --output")
 
-    loss_module = _part("losses", recipe.loss, settings.loss_options)
-    sampler = _part("samplers", recipe.sampler, settings.sampler_options)
     question_aug = [_part("augmentations", p) for p in recipe.question_augmentations]
     passage_aug = [_part("augmentations", p) for p in recipe.passage_augmentations]
     hard_negatives = recipe.hard_negatives if settings.hard_negatives is None else settings.hard_negatives
@@ -192,6 +217,8 @@ def train(settings: TrainSettings) -> Path:
     )
     if recipe.frozen:
         freeze(model, recipe.frozen)
+    loss_module = _part("losses", recipe.loss, _with_model_defaults("losses", recipe.loss, settings.loss_options, model))
+    sampler = _part("samplers", recipe.sampler, _with_model_defaults("samplers", recipe.sampler, settings.sampler_options, model))
 
     dataset = Dataset.from_dict(data)
     augmenter = AugmentingColumns(question_aug, passage_aug, settings.seed)
@@ -231,7 +258,7 @@ def train(settings: TrainSettings) -> Path:
         learning_rate=settings.learning_rate,
         num_train_epochs=settings.epochs,
         max_steps=settings.max_steps,
-        warmup_ratio=settings.warmup_ratio,
+        warmup_steps=float(settings.warmup_ratio),  # a float below 1 is a share of the steps
         weight_decay=settings.weight_decay,
         seed=settings.seed,
         data_seed=settings.seed,
