@@ -19,7 +19,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by the command line
     import click
 
-    from harness.api import EncoderSpec, MetricSpec, RetrieverSpec, SuiteSpec
+    from harness.api import EncoderSpec, MetricSpec, RerankerSpec, RetrieverSpec, SuiteSpec
 
 hookspec = pluggy.HookspecMarker("harness")
 
@@ -65,4 +65,13 @@ def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``harness`` command line: call ``cli.add_command(...)``.
 
     Called once when the command line starts, so keep imports inside the command functions.
+    """
+
+
+@hookspec
+def register_rerankers(register: Callable[[RerankerSpec], None]) -> None:
+    """Offer re-rankers: call ``register(RerankerSpec(...))`` once per re-ranker.
+
+    Called the first time anything asks for the list of re-rankers (``harness list rerankers``,
+    ``harness run --rerank``). ``RerankerSpec.load`` is called only when that re-ranker runs.
     """

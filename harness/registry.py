@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-from harness.api import EncoderSpec, MetricSpec, RetrieverSpec, SuiteSpec
+from harness.api import EncoderSpec, MetricSpec, RerankerSpec, RetrieverSpec, SuiteSpec
 from harness.errors import HarnessError, UnknownNameError
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ KINDS: dict[str, Kind] = {
     "suites": Kind("register_suites", SuiteSpec, "suite"),
     "metrics": Kind("register_metrics", MetricSpec, "metric"),
     "encoders": Kind("register_encoders", EncoderSpec, "encoder"),
+    "rerankers": Kind("register_rerankers", RerankerSpec, "re-ranker"),
 }
 
 #: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).
@@ -199,6 +200,10 @@ def metrics() -> Registry[MetricSpec]:
 
 def encoders() -> Registry[EncoderSpec]:
     return registry("encoders")
+
+
+def rerankers() -> Registry[RerankerSpec]:
+    return registry("rerankers")
 
 
 # --- the one loader ------------------------------------------------------------------------------

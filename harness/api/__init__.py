@@ -7,6 +7,7 @@
   :class:`RetrieverSpec`
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
+- :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
 import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
@@ -17,6 +18,7 @@ from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerpri
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 
 __all__ = [
@@ -43,4 +45,8 @@ __all__ = [
     "Suite",
     "SuiteSpec",
     "corpus_fingerprint",
+    "DEFAULT_RERANK_DEPTH",
+    "Candidate",
+    "Reranker",
+    "RerankerSpec",
 ]

@@ -170,7 +170,7 @@ def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) ->
         detail += f"; {_cell(size)}; {first['match']} matching."
         out.append(detail + "\n")
         table = [
-            [_cell(r.retriever), _cell(summarize_parameters(r.parameters))] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
+            [_cell(r.label), _cell(summarize_parameters(r.parameters))] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
             for r, macro in rows
         ]
         headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
@@ -195,7 +195,7 @@ def _metrics_table(rows: list, ks: Sequence[int]) -> str:
     table = []
     for r, _ in rows:
         values = r.data["metrics"]
-        table.append([_cell(r.retriever), _cell(summarize_parameters(r.parameters))] + [
+        table.append([_cell(r.label), _cell(summarize_parameters(r.parameters))] + [
             _fmt(values[m]["macro"].get(str(k))) if m in values else "–" for m, k in columns
         ])
     headers = ["retriever", "parameters"] + [_cell(f"{m}@{k}") for m, k in columns]
@@ -204,7 +204,7 @@ def _metrics_table(rows: list, ks: Sequence[int]) -> str:
 
 def _parameters_table(rows: list) -> str:
     """Every parameter of each row, in full (nested retrievers' as dotted keys)."""
-    table = [[_cell(r.retriever), _cell(format_parameters(r.parameters))] for r, _ in rows]
+    table = [[_cell(r.label), _cell(format_parameters(r.parameters) + _reranker_parameters(r))] for r, _ in rows]
     body = tabulate(table, headers=["retriever", "parameters"], tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>all parameters</summary>\n\n{body}\n\n</details>\n"
 
@@ -226,11 +226,20 @@ def _parts_table(rows: list, parts: list[str], k: int) -> str:
     for part in parts:
         table.append([_cell(part)] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
     headers = [f"part (top-{k})"] + [
-        _cell(f"{r.retriever} {r.config_key()}" if _ambiguous(columns, r) else r.retriever) for r in columns
+        _cell(f"{r.label} {r.config_key()}" if _ambiguous(columns, r) else r.label) for r in columns
     ]
     body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>top-{k} by part</summary>\n\n{body}\n\n</details>\n"
 
 
 def _ambiguous(columns: list[Result], result: Result) -> bool:
-    return sum(1 for r in columns if r.retriever == result.retriever) > 1
+    return sum(1 for r in columns if r.label == result.label) > 1
+
+
+def _reranker_parameters(result: Result) -> str:
+    """A re-ranked row's second stage in the details block: ``; » upr: depth=100, model=...``."""
+    reranker = result.reranker
+    if not reranker:
+        return ""
+    settings = {"depth": reranker["depth"], **reranker["parameters"]}
+    return f"; » {reranker['name']}: {format_parameters(settings)}"
