@@ -205,22 +205,22 @@ def run_evaluation(
     show_progress: bool = True,
     rerank: str | None = None,
     rerank_options: Mapping[str, Any] | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    rerank_depth: int | None = None,
 ) -> Evaluation:
     """Run a named retriever on a named suite: the result document, plus the suite and the
     rankings (with scores) for saving the run. Names and options are checked before any work.
 
-    With ``rerank`` (a re-ranker's name), the first stage's top ``rerank_depth`` hits are
-    re-ranked by it, loaded with ``rerank_options``."""
+    With ``rerank`` (a re-ranker's name), the first stage's top ``rerank_depth`` hits (default:
+    the re-ranker's own depth) are re-ranked by it, loaded with ``rerank_options``."""
     timer = Timer()
     found = registry.resolve("retrievers", retriever, options)
     if rerank is None and rerank_options:
         raise HarnessError("re-ranker options were given without a re-ranker (--rerank NAME)")
     if rerank is not None:
-        from harness.scoring.rerank import check_depth
+        from harness.scoring.rerank import check_depth, default_depth
 
-        check_depth(rerank_depth)
         found_reranker = registry.resolve("rerankers", rerank, rerank_options)
+        rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found_reranker.spec))
     suite_spec = registry.suites().get(suite)
     check_metrics(metrics)
     with timer.stage("load_suite"):

@@ -55,10 +55,13 @@ class RerankerSpec:
     """A re-ranker a plugin offers. ``load(**options)`` returns a :class:`Reranker`.
 
     ``options`` documents the keyword options ``load`` accepts, with their defaults; users set them
-    with ``harness run --rerank NAME -R key=value`` (``-o`` stays the first stage's).
+    with ``harness run --rerank NAME -R key=value`` (``-o`` stays the first stage's). ``depth`` is
+    how many first-stage hits it re-ranks unless ``--rerank-depth`` says otherwise (``None``:
+    :data:`DEFAULT_RERANK_DEPTH`).
     """
 
     name: str
     description: str
     load: Callable[..., Reranker]
     options: Mapping[str, Any] = field(default_factory=dict)
+    depth: int | None = None

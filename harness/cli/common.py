@@ -103,8 +103,8 @@ def rerank_options(command: F) -> F:
         help="A re-ranker option, e.g. -R model=google/t5-large-lm-adapt (repeatable).",
     )(command)
     command = click.option(
-        "--rerank-depth", type=click.IntRange(min=1, max=MAX_K), default=DEFAULT_RERANK_DEPTH, show_default=True,
-        help="How many of the first stage's hits are re-ranked.",
+        "--rerank-depth", type=click.IntRange(min=1, max=MAX_K), default=None,
+        help=f"How many of the first stage's hits are re-ranked (default: the re-ranker's, usually {DEFAULT_RERANK_DEPTH}).",
     )(command)
     return click.option(
         "--rerank", default=None, metavar="NAME", help="Re-rank with this re-ranker (see `harness list rerankers`).",

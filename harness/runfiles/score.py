@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import registry
-from harness.api import DEFAULT_RERANK_DEPTH, Hit, Passage, Suite
+from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
 from harness.evaluate import build_result, check_metrics, make_context, normalize_question, parse_k
 from harness.scoring.rerank import reranker_record
@@ -44,7 +44,7 @@ def score_file(
     warn: Callable[[str], None] | None = None,
     rerank: str | None = None,
     rerank_options: Mapping[str, Any] | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    rerank_depth: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
@@ -54,8 +54,9 @@ def score_file(
     file's name, format and sha256 as parameters. Cutoffs deeper than the run are dropped.
 
     With ``rerank`` (a re-ranker's name, loaded with ``rerank_options``) each question's top
-    ``rerank_depth`` passages are re-ranked first (:func:`rerank_run`) and the result records the
-    chain; ``cache_dir`` is the re-ranker's cache folder.
+    ``rerank_depth`` passages (default: the re-ranker's own depth) are re-ranked first
+    (:func:`rerank_run`) and the result records the chain; ``cache_dir`` is the re-ranker's
+    cache folder.
     """
     run_file = Path(run_file)
     fmt = None
@@ -67,10 +68,10 @@ def score_file(
     if rerank is None and rerank_options:
         raise HarnessError("re-ranker options were given without a re-ranker (--rerank NAME)")
     if rerank is not None:
-        from harness.scoring.rerank import check_depth
+        from harness.scoring.rerank import check_depth, default_depth
 
-        check_depth(rerank_depth)
-        registry.resolve("rerankers", rerank, rerank_options)  # names and options before any work
+        found = registry.resolve("rerankers", rerank, rerank_options)  # names and options before any work
+        rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found.spec))
     timings: dict[str, float] = {}
     start = time.perf_counter()
     loaded = registry.suites().get(suite).load()

@@ -32,7 +32,7 @@ from harness.api import Candidate, Hit, Passage, Reranker, RunContext
 from harness.errors import HarnessError
 from harness.util.progress import progress
 
-__all__ = ["RERANK_BATCH", "check_depth", "rerank_rankings", "reranker_record"]
+__all__ = ["RERANK_BATCH", "check_depth", "default_depth", "rerank_rankings", "reranker_record"]
 
 #: Questions handed to a re-ranker per ``rerank`` call (progress is reported between batches).
 RERANK_BATCH = 16
@@ -47,6 +47,14 @@ def check_depth(depth: object, *, flag: str = "--rerank-depth") -> int:
     if depth > MAX_K:
         raise HarnessError(f"{flag}: {depth} is deeper than harness retrieves (at most {MAX_K})")
     return depth
+
+
+def default_depth(spec: object) -> int:
+    """A re-ranker spec's own depth, or :data:`~harness.api.DEFAULT_RERANK_DEPTH`."""
+    from harness.api import DEFAULT_RERANK_DEPTH
+
+    depth = getattr(spec, "depth", None)
+    return DEFAULT_RERANK_DEPTH if depth is None else depth
 
 
 def reranker_record(name: str, plugin: str, parameters: Mapping[str, Any], depth: int) -> dict[str, Any]:

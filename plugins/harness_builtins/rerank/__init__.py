@@ -76,6 +76,7 @@ def register_rerankers(register):
         description="late-interaction head m^T[q; p; q*p; q-p] over a dual encoder's embeddings: -R path=CHECKPOINT",
         load=_load_late_interaction,
         options=LATE_INTERACTION_OPTIONS,
+        depth=200,  # as in seed 004
     ))
     register(RerankerSpec(
         name="cross-encoder",
