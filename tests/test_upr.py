@@ -120,6 +120,25 @@ def test_the_cache_returns_identical_scores_and_scores_only_what_is_new(tmp_path
     assert [h.score for h in fresh[0]] == pytest.approx([h.score for h in deeper[0]], abs=1e-5)
 
 
+def test_an_interrupted_reranking_resumes_from_the_cache(tmp_path, t5_dir):
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    questions = [QUESTION, "who planted the oak", "what is salt"]
+    broken = upr(t5_dir)
+    real = broken.score
+
+    def interrupted(question, passages):
+        if question == questions[2]:
+            raise KeyboardInterrupt
+        return real(question, passages)
+
+    broken.score = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        broken.rerank(questions, [candidates()] * 3, context)
+    resumed = upr(t5_dir)
+    resumed.rerank(questions, [candidates()] * 3, context)
+    assert resumed.counts == [5, 10]  # only the third question is scored again
+
+
 def test_the_cache_is_keyed_by_model_prompt_settings_and_passage_text(tmp_path, t5_dir, other_t5_dir):
     context = RunContext(cache_dir=tmp_path, progress=False)
     cands = candidates()
@@ -177,8 +196,8 @@ def test_bm25_on_demo_reranked_by_upr_reaches_the_leaderboard(tmp_path, t5_dir, 
     from harness.cli.main import main
 
     results = tmp_path / "results"
-    code = main(["run", "--retriever", "bm25", "--suite", "demo", "--k", "1,5,20", "--rerank", "upr",
-                 "--rerank-depth", "20", "-R", f"model={t5_dir}", "--no-progress",
+    code = main(["run", "--retriever", "bm25", "--suite", "demo", "--k", "1,5", "--rerank", "upr",
+                 "--rerank-depth", "5", "-R", f"model={t5_dir}", "--no-progress",
                  "--results-dir", str(results), "--cache-dir", str(tmp_path / "cache")])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -186,7 +205,7 @@ def test_bm25_on_demo_reranked_by_upr_reaches_the_leaderboard(tmp_path, t5_dir, 
     data = json.loads(path.read_text())
     assert data["retriever"]["name"] == "bm25" and data["retriever"]["parameters"]["k1"] == 0.9
     reranker = data["reranker"]
-    assert reranker["name"] == "upr" and reranker["plugin"] == "rerank" and reranker["depth"] == 20
+    assert reranker["name"] == "upr" and reranker["plugin"] == "rerank" and reranker["depth"] == 5
     assert reranker["parameters"]["model"].startswith("tiny-t5 (sha256:")
     assert reranker["parameters"]["precision"] == "fp32"
     board = tmp_path / "LB.md"

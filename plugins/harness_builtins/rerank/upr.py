@@ -117,9 +117,10 @@ def question_log_likelihoods(
             labels = target.expand(len(chunk), -1)
             logits = model(
                 input_ids=ids.to(device), attention_mask=mask.to(device),
-                decoder_input_ids=_decoder_inputs(model, labels),
-            ).logits
-            logprobs = torch.log_softmax(logits.float(), dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
+                decoder_input_ids=_decoder_inputs(model, labels), use_cache=False,
+            ).logits.float()
+            # log_softmax gathered at the labels, without materialising the whole log_softmax
+            logprobs = logits.gather(2, labels.unsqueeze(2)).squeeze(2) - torch.logsumexp(logits, dim=-1)
             for row, value in zip(chunk, logprobs.sum(dim=1).tolist()):
                 scores[row] = value
     return scores
