@@ -214,8 +214,8 @@ def run_evaluation(
     the re-ranker's own depth) are re-ranked by it, loaded with ``rerank_options``."""
     timer = Timer()
     found = registry.resolve("retrievers", retriever, options)
-    if rerank is None and rerank_options:
-        raise HarnessError("re-ranker options were given without a re-ranker (--rerank NAME)")
+    if rerank is None and (rerank_options or rerank_depth is not None):
+        raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
     if rerank is not None:
         from harness.scoring.rerank import check_depth, default_depth
 

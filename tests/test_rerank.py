@@ -152,6 +152,8 @@ def test_a_broken_reranker_fails_the_command_with_exit_2(capsys, tmp_path, fake_
         (["--rerank", "test-titel"], "did you mean 'test-title'"),
         (["--rerank", "test-title", "-R", "wieght=1"], "re-ranker 'test-title' has no option 'wieght'; did you mean 'weight'?"),
         (["-R", "weight=1"], "without a re-ranker"),
+        (["--rerank-depth", "10"], "without a re-ranker"),
+        (["--rerank", "test-title", "--rerank-depth", "0"], "--rerank-depth"),
         (["--rerank", "test-title", "-R", "weight"], "--rerank-option: expected KEY=VALUE"),
     ],
 )

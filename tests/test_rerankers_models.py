@@ -56,17 +56,19 @@ def test_cross_encoder_that_cannot_load_is_one_line(tmp_path):
         registry.load("rerankers", "cross-encoder", {"model": "x", "format": "title"})
 
 
-def write_checkpoint(directory, *, dim=32, m=None, encoder_options=None):
+def write_checkpoint(directory, *, dim=32, m=None):
+    """A checkpoint as the trainer writes it: a tiny BERT dual encoder in ``encoder/`` and a head."""
     from safetensors.numpy import save_file
     from test_dense_models import tiny_bert
 
+    from harness_builtins.rerank.late_interaction import write_checkpoint as write
+
     tiny_bert(directory / "encoder")
-    options = encoder_options or {"query_model": "encoder", "pooling": "mean", "format": "title_text", "max_length": 64}
-    (directory / "late_interaction.json").write_text(json.dumps(
-        {"format": "harness-late-interaction/1", "encoder": "dense", "options": options}))
+    options = {"query_model": "encoder", "pooling": "mean", "format": "title_text", "max_length": 64}
     rng = np.random.default_rng(0)
-    save_file({"m": rng.standard_normal(4 * dim).astype(np.float32) if m is None else m},
-              str(directory / "late_interaction_head.safetensors"))
+    write(directory, rng.standard_normal(4 * dim), "dense", options)
+    if m is not None:  # a head no writer would make
+        save_file({"m": m}, str(directory / "late_interaction_head.safetensors"))
     return directory
 
 
@@ -85,6 +87,8 @@ def test_late_interaction_is_m_dot_q_p_qp_q_minus_p(tmp_path):
     assert [h.score for h in hits] == pytest.approx(expected, rel=1e-5, abs=1e-5)
     assert reranker.parameters() | {"path": None} == {"path": None, "encoder": "dense", "dim": 32}
     assert registry.rerankers().get("late-interaction").depth == 200
+    assert json.loads((ckpt / "late_interaction.json").read_text())["format"] == "harness-late-interaction/1"
+    assert not [p for p in ckpt.iterdir() if p.name.startswith(".")]  # no temporary files left
 
 
 @pytest.mark.parametrize(

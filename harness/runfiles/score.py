@@ -65,8 +65,8 @@ def score_file(
             raise HarnessError(f"--format must be one of trec, dpr, pyserini; got {format!r}")
         fmt = FORMAT_ALIASES[format]
     check_metrics(metrics)
-    if rerank is None and rerank_options:
-        raise HarnessError("re-ranker options were given without a re-ranker (--rerank NAME)")
+    if rerank is None and (rerank_options or rerank_depth is not None):
+        raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
     if rerank is not None:
         from harness.scoring.rerank import check_depth, default_depth
 

@@ -11,12 +11,13 @@ Checkpoint format (what the trainer's ``late-interaction`` variant writes; ``-R 
       late_interaction_head.safetensors   one float32 tensor "m" of shape [4 * d]
       encoder/ ...                        the dual encoder's files, when they live in the checkpoint
 
-``encoder`` names any encoder of ``harness list encoders`` (``dense`` for a generic transformers
-dual encoder, ``st``, ``dpr-nq``, a plugin's); ``options`` are that encoder's options, where a text
-value naming a file or folder inside ``DIR`` (a relative path) is resolved against ``DIR``. ``d``
-is the encoder's embedding size; ``m`` is read as ``[m_q; m_p; m_qp; m_diff]``, each of size
-``d``. The encoder is loaded through :func:`harness.registry.load`, so the vectors are exactly
-those the dense retriever of that encoder would compute.
+:func:`write_checkpoint` writes the two files. ``encoder`` names any encoder of ``harness list
+encoders`` (``dense`` for a generic transformers dual encoder, ``st``, ``dpr-nq``, a plugin's);
+``options`` are that encoder's options, where a text value naming a file or folder inside ``DIR``
+(a relative path) is resolved against ``DIR``. ``d`` is the encoder's embedding size; ``m`` is
+read as ``[m_q; m_p; m_qp; m_diff]``, each of size ``d``. The encoder is loaded through
+:func:`harness.registry.load`, so the vectors are exactly those the dense retriever of that
+encoder would compute.
 """
 
 from __future__ import annotations
@@ -71,6 +72,34 @@ def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
         shape = None if m is None else list(m.shape)
         raise HarnessError(f"{head_file}: expected one finite tensor 'm' of shape [4 * d], got shape {shape}")
     return encoder, resolved, m.astype(np.float32)
+
+
+def write_checkpoint(directory: Any, m, encoder: str, options: dict[str, Any]) -> Path:
+    """Write the checkpoint files (configuration and head) into ``directory``, each atomically;
+    the encoder's own files (when ``options`` names folders inside ``directory``) are the
+    caller's. ``m`` is a 1-D array of ``4 * d`` numbers."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    from harness.util.atomic import fsync_path, temp_name, write_text_atomic
+
+    m = np.ascontiguousarray(np.asarray(m, dtype=np.float32))
+    if m.ndim != 1 or m.shape[0] % 4:
+        raise ValueError(f"m must have shape [4 * d], got {list(m.shape)}")
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    config = {"format": FORMAT, "encoder": encoder, "options": dict(options)}
+    write_text_atomic(root / CONFIG_FILE, json.dumps(config, indent=1) + "\n")
+    head = root / HEAD_FILE
+    partial = temp_name(head)
+    try:
+        partial.write_bytes(save({"m": m}))
+        fsync_path(partial)
+        partial.replace(head)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return root
 
 
 def late_interaction_scores(q, passages, m):
