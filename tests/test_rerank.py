@@ -105,7 +105,7 @@ def test_run_with_rerank_records_the_chain(capsys, tmp_path, fake_rerankers):
     board = tmp_path / "LB.md"
     assert run_cli(capsys, "leaderboard", "--results-dir", str(results), "--output", str(board))[0] == 0
     text = board.read_text()
-    assert "| test-overlap » test-title " in text and "| test-overlap " in text
+    assert "| test-overlap » test-title(top-10) " in text and "| test-overlap " in text
     assert "» test-title: depth=10, weight=2.0" in text
 
 
@@ -190,10 +190,10 @@ def test_result_names_and_labels():
     assert chained.startswith("demo--bm25+upr--") and chained != result_filename("demo", "bm25", params)
     assert result_filename("demo", "bm25", params, {**upr, "depth": 50}) != chained
     assert chain_label("bm25", None) == "bm25"
-    assert chain_label("bm25", upr) == "bm25 » upr(t5-large-lm-adapt)"
-    local = {**upr, "parameters": {"model": "tiny-t5 (sha256:0123456789ab)"}}
-    assert chain_label("bm25", local) == "bm25 » upr(tiny-t5)"
-    assert chain_label("bm25", {**upr, "parameters": {}}) == "bm25 » upr"
+    assert chain_label("bm25", upr) == "bm25 » upr(t5-large-lm-adapt, top-100)"
+    local = {**upr, "parameters": {"model": "tiny-t5 (sha256:0123456789ab)"}, "depth": 1000}
+    assert chain_label("bm25", local) == "bm25 » upr(tiny-t5, top-1000)"
+    assert chain_label("bm25", {**upr, "parameters": {}}) == "bm25 » upr(top-100)"
 
 
 @pytest.mark.parametrize(

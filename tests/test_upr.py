@@ -210,5 +210,5 @@ def test_bm25_on_demo_reranked_by_upr_reaches_the_leaderboard(tmp_path, t5_dir, 
     assert reranker["parameters"]["precision"] == "fp32"
     board = tmp_path / "LB.md"
     assert main(["leaderboard", "--results-dir", str(results), "--output", str(board)]) == 0
-    assert "| bm25 » upr(tiny-t5) " in board.read_text()
+    assert "| bm25 » upr(tiny-t5, top-5) " in board.read_text()
     assert main(["leaderboard", "--results-dir", str(results), "--output", str(board), "--check"]) == 0

@@ -111,8 +111,9 @@ _LABEL_KEYS = ("model", "path", "checkpoint")
 
 
 def chain_label(retriever: str, reranker: Mapping[str, Any] | None) -> str:
-    """``RETRIEVER``, or ``RETRIEVER » RERANKER(MODEL)`` for a re-ranked run, MODEL being the last
-    part of the re-ranker's ``model`` (or ``path``) parameter without a content digest."""
+    """``RETRIEVER``, or ``RETRIEVER » RERANKER(MODEL, top-N)`` for a re-ranked run: MODEL is the
+    last part of the re-ranker's ``model`` (or ``path``) parameter without a content digest, N how
+    many first-stage hits it re-ranked (two depths are two configurations)."""
     if not reranker:
         return retriever
     parameters = reranker.get("parameters") or {}
@@ -123,7 +124,9 @@ def chain_label(retriever: str, reranker: Mapping[str, Any] | None) -> str:
             value = re.sub(r"\s*\([^()]*\)$", "", value).rstrip("/")
             short = value.rsplit("/", 1)[-1]
             break
-    return f"{retriever} » {reranker['name']}" + (f"({short})" if short else "")
+    depth = f"top-{reranker['depth']}" if "depth" in reranker else ""
+    inside = ", ".join(x for x in (short, depth) if x)
+    return f"{retriever} » {reranker['name']}" + (f"({inside})" if inside else "")
 
 
 def _slug(text: str) -> str:
