@@ -219,3 +219,14 @@ def test_schema_checks_the_reranker_block(block, problem):
     validate(data, source="r.json")
     with pytest.raises(InputFileError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         validate({**data, "reranker": block}, source="r.json")
+
+
+def test_check_reranker_passes_a_good_one_and_names_a_broken_one(fake_rerankers):
+    from fake_rerankers import BrokenReranker
+    from harness.testing import check_reranker
+
+    checked = check_reranker("test-title", options={"weight": 2})
+    assert checked.parameters == {"weight": 2.0} and len(checked.rankings) == 4
+    assert checked.rankings[2][0] == "t7"  # "What is the fruit of the oak tree called?": title Oak
+    with pytest.raises(AssertionError, match="check_reranker: re-ranker 'BrokenReranker': question 'toy-1': returned passage 't1' twice"):
+        check_reranker(BrokenReranker("duplicate"))
