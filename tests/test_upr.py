@@ -74,6 +74,19 @@ def test_scores_equal_the_log_likelihood_computed_by_hand(t5_dir):
     assert all(s < 0 for s in scores) and len(set(scores)) == len(scores)
 
 
+def test_other_templates_are_scored_as_given(t5_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from harness_builtins.rerank.upr import question_log_likelihoods
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(t5_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(t5_dir)
+    bare = upr(t5_dir, question_target="{question}", question_mark=False).score(QUESTION, PASSAGES[:2])
+    assert bare == question_log_likelihoods(model, tokenizer, QUESTION, PASSAGES[:2], target_template="{question}",
+                                            question_mark=False)
+    assert bare != upr(t5_dir).score(QUESTION, PASSAGES[:2])
+
+
 def test_batching_and_order_do_not_change_scores(t5_dir):
     reranker = upr(t5_dir)
     base = reranker.score(QUESTION, PASSAGES)
@@ -143,10 +156,12 @@ def test_the_cache_is_keyed_by_model_prompt_settings_and_passage_text(tmp_path, 
     context = RunContext(cache_dir=tmp_path, progress=False)
     cands = candidates()
     upr(t5_dir).rerank([QUESTION], [cands], context)
-    for other in (upr(other_t5_dir), upr(t5_dir, question_mark=False), upr(t5_dir, max_passage_length=16)):
+    others = (upr(other_t5_dir), upr(t5_dir, question_mark=False), upr(t5_dir, max_passage_length=16),
+              upr(t5_dir, question_target="{question}"), upr(t5_dir, passage_prompt="{title}: {text}"))
+    for other in others:
         other.rerank([QUESTION], [cands], context)
         assert other.counts == [5, 0]
-    assert len(list((tmp_path / "rerank" / "upr").glob("*.sqlite"))) == 4
+    assert len(list((tmp_path / "rerank" / "upr").glob("*.sqlite"))) == 6
     edited = candidates([(t, x + " Edited.") for t, x in PASSAGES])  # same ids, other text
     again = upr(t5_dir)
     again.rerank([QUESTION], [edited], context)
@@ -183,6 +198,8 @@ def test_bad_options_are_one_line_errors(t5_dir):
         ({"model": str(t5_dir), "precision": "fp8"}, "precision must be one of"),
         ({"model": str(t5_dir), "precision": "fp16"}, "fp16 needs a GPU"),
         ({"model": str(t5_dir), "batch_size": 0}, "batch_size must be a positive integer"),
+        ({"model": str(t5_dir), "question_target": "Q: {q}"}, "question_target must be text using exactly {question}"),
+        ({"model": str(t5_dir), "passage_prompt": "{text"}, "passage_prompt: '{text' is not a valid template"),
         ({"model": ""}, "a model name or directory is required"),
     ):
         with pytest.raises(HarnessError, match=fragment):

@@ -30,6 +30,8 @@ UPR_OPTIONS = {
     "max_passage_length": 512,
     "max_question_length": 128,
     "question_mark": True,  # end a question with "?" when it lacks one, as UPR does for NQ
+    "passage_prompt": "Passage: {title} {text}. Please write a question based on this passage.",
+    "question_target": "Question: {question}",
     "cache": True,  # keep scores on disk under the cache folder
     **RUNTIME_OPTIONS,
 }

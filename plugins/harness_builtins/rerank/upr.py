@@ -8,6 +8,9 @@ passage.`` (at most 512 tokens, truncated at the end), the decoder is scored on 
 and a passage's score is the sum of the target tokens' log-probabilities (minus the summed
 negative log-likelihood; every candidate shares the target, so this ranks like the mean). Any
 Hugging Face sequence-to-sequence model works, by hub id or directory (T5 lm-adapt, T0, Flan-T5).
+Both templates are options (``-R passage_prompt=...``, ``-R question_target=...``): UPR's public
+code scores the bare question (``-R question_target={question}``), and the ``rerankers`` library
+also drops the title; the templates are part of the recorded parameters and of the cache key.
 
 :func:`question_log_likelihoods` is the public scorer (the ART trainer's teacher uses it): the
 question is tokenised once, the passages are scored in batches sorted by length (little padding),
@@ -54,6 +57,20 @@ def question_target(question: str, *, question_mark: bool = True, template: str 
     if question_mark and not question.endswith("?"):
         question += "?"
     return template.format(question=question)
+
+
+def _template(name: str, value: Any, fields: tuple[str, ...]) -> str:
+    """``value`` when it is a format string using exactly ``fields``; else a one-line error."""
+    import string
+
+    try:
+        used = {f for _, f, _, _ in string.Formatter().parse(value) if f is not None} if isinstance(value, str) else None
+    except ValueError as exc:
+        raise HarnessError(f"{name}: {value!r} is not a valid template ({exc})") from None
+    if used != set(fields):
+        wanted = " and ".join("{" + f + "}" for f in fields)
+        raise HarnessError(f"{name} must be text using exactly {wanted}, got {value!r}")
+    return value
 
 
 def _decoder_inputs(model, labels):
@@ -154,6 +171,8 @@ class UprReranker:
         max_passage_length: int = 512,
         max_question_length: int = 128,
         question_mark: bool = True,
+        passage_prompt: str = PASSAGE_PROMPT,
+        question_target: str = QUESTION_TARGET,
         cache: bool = True,
         batch_size: int | None = None,
         device: str = "auto",
@@ -167,6 +186,8 @@ class UprReranker:
         if not isinstance(question_mark, bool) or not isinstance(cache, bool):
             raise HarnessError("question_mark and cache must be true or false")
         self.question_mark = question_mark
+        self.passage_prompt = _template("passage_prompt", passage_prompt, ("title", "text"))
+        self.question_target = _template("question_target", question_target, ("question",))
         self.use_cache = cache
         self._model = None
         self._tokenizer = None
@@ -178,8 +199,8 @@ class UprReranker:
         return {
             "model": self.ref.describe(),
             "precision": self.precision,
-            "passage_prompt": PASSAGE_PROMPT,
-            "question_target": QUESTION_TARGET,
+            "passage_prompt": self.passage_prompt,
+            "question_target": self.question_target,
             "question_mark": self.question_mark,
             "max_passage_length": self.max_passage_length,
             "max_question_length": self.max_question_length,
@@ -191,8 +212,8 @@ class UprReranker:
             "scorer": "upr/1",
             "model": self.ref.identity(),
             "precision": self.precision,
-            "passage_prompt": PASSAGE_PROMPT,
-            "question_target": QUESTION_TARGET,
+            "passage_prompt": self.passage_prompt,
+            "question_target": self.question_target,
             "question_mark": self.question_mark,
             "max_passage_length": self.max_passage_length,
             "max_question_length": self.max_question_length,
@@ -218,7 +239,7 @@ class UprReranker:
         return question_log_likelihoods(
             model, tokenizer, question, passages, batch_size=self.batch_size,
             max_passage_length=self.max_passage_length, max_question_length=self.max_question_length,
-            question_mark=self.question_mark,
+            question_mark=self.question_mark, passage_template=self.passage_prompt, target_template=self.question_target,
         )
 
     def rerank(self, questions, candidates, context):
