@@ -95,3 +95,36 @@ def registries_with_fake_rerankers():
                 yield
             finally:
                 manager.unregister(module)
+
+
+class LetterEncoder:
+    """Vectors of letter counts (a-h): an encoder that loads no model, for checkpoint tests."""
+
+    def __init__(self, path: str | None = None):
+        self.path = path
+
+    def identity(self):
+        return "letters/1"
+
+    def _vector(self, text):
+        import numpy as np
+
+        return np.array([text.lower().count(c) for c in "abcdefgh"], dtype=np.float32)
+
+    def encode_queries(self, queries):
+        import numpy as np
+
+        return np.stack([self._vector(q) for q in queries])
+
+    def encode_passages(self, passages):
+        import numpy as np
+
+        return np.stack([self._vector(f"{t} {x}") for t, x in passages])
+
+
+@hookimpl
+def register_encoders(register):
+    from harness.api import EncoderSpec
+
+    register(EncoderSpec(name="test-letters", description="letter counts (tests only)",
+                         load=lambda **options: LetterEncoder(**options), options={"path": None}))

@@ -113,3 +113,35 @@ def test_a_head_of_the_wrong_size_for_the_encoder_is_one_line(tmp_path):
     reranker = registry.load("rerankers", "late-interaction", {"path": str(ckpt)}).value
     with pytest.raises(HarnessError, match="4 x 16 weights but encoder 'dense' makes 32-dimensional"):
         reranker.rerank([QUESTION], candidates(), RunContext(cache_dir=tmp_path, progress=False))
+
+
+def test_a_harness_train_output_is_read_with_its_trained_encoder(tmp_path, monkeypatch):
+    """The trainer's layout: record (loss late-interaction), loss.safetensors with m, model/; the
+    encoder is the registered ``trained`` one (here a letter-count stand-in, so no model loads)."""
+    import torch
+    from fake_rerankers import LetterEncoder, registries_with_fake_rerankers
+    from safetensors.torch import save_file
+
+    from harness_builtins.rerank import late_interaction
+
+    monkeypatch.setattr(late_interaction, "TRAINED_ENCODER", "test-letters")
+    out = tmp_path / "out"
+    (out / "model").mkdir(parents=True)
+    (out / "model" / "modules.json").write_text("[]")
+    record = {"schema": "harness-training/1", "variant": "late-interaction",
+              "recipe": {"loss": {"name": "late-interaction", "options": {}}}}
+    (out / "harness_training.json").write_text(json.dumps(record))
+    m = torch.linspace(-1, 1, 32)
+    save_file({"m": m}, str(out / "loss.safetensors"))
+    with registries_with_fake_rerankers():
+        reranker = registry.load("rerankers", "late-interaction", {"path": str(out)}).value
+        (hits,) = reranker.rerank([QUESTION], candidates(), RunContext(cache_dir=tmp_path, progress=False))
+        encoder = LetterEncoder()
+        q, p = encoder.encode_queries([QUESTION])[0], encoder.encode_passages(PASSAGES)
+        expected = [float(m.numpy() @ np.concatenate([q, row, q * row, q - row])) for row in p]
+        assert [h.score for h in hits] == pytest.approx(expected, rel=1e-6)
+        assert reranker.encoder.path == str(out) and reranker.parameters()["encoder"] == "test-letters"
+        record["recipe"]["loss"]["name"] = "dpr"
+        (out / "harness_training.json").write_text(json.dumps(record))
+        with pytest.raises(HarnessError, match="trained with loss 'dpr', which has no late-interaction head"):
+            registry.load("rerankers", "late-interaction", {"path": str(out)})

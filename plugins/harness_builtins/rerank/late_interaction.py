@@ -2,7 +2,13 @@
 dual encoder's question and passage embeddings, re-ranking a first stage's top-n (200 in the seed:
 ``--rerank-depth 200``).
 
-Checkpoint format (what the trainer's ``late-interaction`` variant writes; ``-R path=DIR``)::
+Two checkpoint layouts are read (``-R path=DIR``):
+
+- a ``harness train --variant late-interaction`` output: ``harness_training.json`` (the training
+  record, whose recipe's loss must be ``late-interaction``), ``loss.safetensors`` (the loss's
+  state: the head ``m``) and ``model/``; the dual encoder is the ``trained`` encoder of that
+  directory (``-o path=DIR``), as the trained retriever would load it;
+- a plain head next to any registered encoder::
 
     DIR/
       late_interaction.json               {"format": "harness-late-interaction/1",
@@ -34,6 +40,24 @@ from harness_builtins.rerank.models import directory_digest
 FORMAT = "harness-late-interaction/1"
 CONFIG_FILE = "late_interaction.json"
 HEAD_FILE = "late_interaction_head.safetensors"
+#: What ``harness train`` writes: its record, the loss's state, and the encoder that loads it.
+TRAINING_RECORD = "harness_training.json"
+TRAINING_HEAD = "loss.safetensors"
+TRAINED_ENCODER = "trained"
+
+
+def _training_checkpoint(root: Path) -> tuple[str, dict[str, Any], Path]:
+    record_file = root / TRAINING_RECORD
+    try:
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HarnessError(f"{record_file}: cannot read the training record: {exc}") from None
+    recipe = record.get("recipe") if isinstance(record, dict) else None
+    loss = recipe.get("loss") if isinstance(recipe, dict) else None
+    name = loss.get("name") if isinstance(loss, dict) else None
+    if name != "late-interaction":
+        raise HarnessError(f"{record_file}: trained with loss {name!r}, which has no late-interaction head to re-rank with")
+    return TRAINED_ENCODER, {"path": str(root)}, root / TRAINING_HEAD
 
 
 def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
@@ -46,7 +70,26 @@ def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise HarnessError(f"late-interaction: {root} is not a directory")
-    config_file, head_file = root / CONFIG_FILE, root / HEAD_FILE
+    if (root / TRAINING_RECORD).is_file() and not (root / CONFIG_FILE).is_file():
+        encoder, resolved, head_file = _training_checkpoint(root)
+    else:
+        encoder, resolved, head_file = _plain_checkpoint(root)
+    try:
+        from safetensors.torch import load_file
+
+        tensors = load_file(str(head_file))
+    except Exception as exc:  # safetensors raises its own error types for damaged files
+        raise HarnessError(f"{head_file}: cannot read the late-interaction head: {exc}") from None
+    m = tensors.get("m")
+    m = None if m is None else m.float().numpy()
+    if m is None or m.ndim != 1 or m.shape[0] % 4 or not np.isfinite(m).all():
+        shape = None if m is None else list(m.shape)
+        raise HarnessError(f"{head_file}: expected one finite tensor 'm' of shape [4 * d], got shape {shape}")
+    return encoder, resolved, m.astype(np.float32)
+
+
+def _plain_checkpoint(root: Path) -> tuple[str, dict[str, Any], Path]:
+    config_file = root / CONFIG_FILE
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -61,17 +104,7 @@ def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
         and (root / value).exists() else value
         for key, value in options.items()
     }
-    try:
-        from safetensors.numpy import load_file
-
-        tensors = load_file(str(head_file))
-    except Exception as exc:  # safetensors raises its own error types for damaged files
-        raise HarnessError(f"{head_file}: cannot read the late-interaction head: {exc}") from None
-    m = tensors.get("m")
-    if m is None or m.ndim != 1 or m.shape[0] % 4 or not np.isfinite(m).all():
-        shape = None if m is None else list(m.shape)
-        raise HarnessError(f"{head_file}: expected one finite tensor 'm' of shape [4 * d], got shape {shape}")
-    return encoder, resolved, m.astype(np.float32)
+    return encoder, resolved, root / HEAD_FILE
 
 
 def write_checkpoint(directory: Any, m, encoder: str, options: dict[str, Any]) -> Path:
@@ -100,6 +133,19 @@ def write_checkpoint(directory: Any, m, encoder: str, options: dict[str, Any]) -
         partial.unlink(missing_ok=True)
         raise
     return root
+
+
+def checkpoint_digest(root: Path) -> str:
+    """``sha256:<hex>`` of what a checkpoint's scores depend on: for a ``harness train`` output its
+    ``model/``, head and record (not its intermediate ``checkpoints/``), else the whole folder."""
+    import hashlib
+
+    if (root / TRAINING_RECORD).is_file() and not (root / CONFIG_FILE).is_file():
+        digest = hashlib.sha256(directory_digest(root / "model").encode())
+        for name in (TRAINING_HEAD, TRAINING_RECORD):
+            digest.update(name.encode() + (root / name).read_bytes())
+        return "sha256:" + digest.hexdigest()
+    return directory_digest(root)
 
 
 def late_interaction_scores(q, passages, m):
@@ -131,7 +177,7 @@ class LateInteractionReranker:
     def parameters(self) -> dict[str, Any]:
         root = Path(self.path).expanduser().resolve()
         return {
-            "path": f"{root.name} ({directory_digest(root)[:19]})",
+            "path": f"{root.name} ({checkpoint_digest(root)[:19]})",
             "encoder": self.encoder_name,
             "dim": self.m.shape[0] // 4,
         }
