@@ -38,6 +38,8 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.evaluate",
     "harness.scoring.rerank",
     "harness.testing",
+    "harness.analysis.published",
+    "harness.data.training",
     "harness.matching",
     "harness.scoring",
     "harness.scoring.matching",

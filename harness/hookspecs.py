@@ -19,7 +19,19 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by the command line
     import click
 
-    from harness.api import EncoderSpec, MetricSpec, RerankerSpec, RetrieverSpec, SuiteSpec
+    from harness.api import (
+        AugmentationSpec,
+        EncoderSpec,
+        LossSpec,
+        MetricSpec,
+        MinerSpec,
+        PublishedTable,
+        RerankerSpec,
+        RetrieverSpec,
+        SamplerSpec,
+        SuiteSpec,
+        VariantSpec,
+    )
 
 hookspec = pluggy.HookspecMarker("harness")
 
@@ -57,6 +69,43 @@ def register_encoders(register: Callable[[EncoderSpec], None]) -> None:
     Called the first time anything asks for the list of encoders. ``EncoderSpec.load`` is called
     only when the encoder is used; the dense engine offers each encoder as a retriever of the same
     name.
+    """
+
+
+@hookspec
+def register_published(register: Callable[[PublishedTable], None]) -> None:
+    """Offer published numbers: call ``register(PublishedTable(...))`` once per paper table.
+
+    Called the first time anything asks for published numbers (``harness list published``,
+    ``harness leaderboard``, ``harness reproduce``).
+    """
+
+
+@hookspec
+def register_losses(register: Callable[[LossSpec], None]) -> None:
+    """Offer training losses: call ``register(LossSpec(...))`` once per loss (``harness list losses``)."""
+
+
+@hookspec
+def register_samplers(register: Callable[[SamplerSpec], None]) -> None:
+    """Offer batch samplers (how training batches are formed): ``register(SamplerSpec(...))``."""
+
+
+@hookspec
+def register_miners(register: Callable[[MinerSpec], None]) -> None:
+    """Offer hard-negative miners: ``register(MinerSpec(...))``."""
+
+
+@hookspec
+def register_augmentations(register: Callable[[AugmentationSpec], None]) -> None:
+    """Offer training-time input augmentations: ``register(AugmentationSpec(...))``."""
+
+
+@hookspec
+def register_variants(register: Callable[[VariantSpec], None]) -> None:
+    """Offer training variants, each a named recipe of parts and settings: ``register(VariantSpec(...))``.
+
+    ``harness train --variant NAME`` runs one; its parts are looked up by name when it runs.
     """
 
 

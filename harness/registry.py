@@ -26,7 +26,19 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-from harness.api import EncoderSpec, MetricSpec, RerankerSpec, RetrieverSpec, SuiteSpec
+from harness.api import (
+    AugmentationSpec,
+    EncoderSpec,
+    LossSpec,
+    MetricSpec,
+    MinerSpec,
+    PublishedTable,
+    RerankerSpec,
+    RetrieverSpec,
+    SamplerSpec,
+    SuiteSpec,
+    VariantSpec,
+)
 from harness.errors import HarnessError, UnknownNameError
 
 T = TypeVar("T")
@@ -47,6 +59,12 @@ KINDS: dict[str, Kind] = {
     "suites": Kind("register_suites", SuiteSpec, "suite"),
     "metrics": Kind("register_metrics", MetricSpec, "metric"),
     "encoders": Kind("register_encoders", EncoderSpec, "encoder"),
+    "published": Kind("register_published", PublishedTable, "published table"),
+    "losses": Kind("register_losses", LossSpec, "loss"),
+    "samplers": Kind("register_samplers", SamplerSpec, "batch sampler"),
+    "miners": Kind("register_miners", MinerSpec, "negative miner"),
+    "augmentations": Kind("register_augmentations", AugmentationSpec, "augmentation"),
+    "variants": Kind("register_variants", VariantSpec, "training variant"),
     "rerankers": Kind("register_rerankers", RerankerSpec, "re-ranker"),
 }
 

@@ -16,28 +16,7 @@ from harness.errors import InputFileError
 from harness.results.leaderboard import render
 from harness.results.schema import SCHEMA, read_result, read_results, result_filename, validate, write_result
 
-
-def make_result(retriever="r", params=None, ranks=None, suite="s", created="2026-01-01T00:00:00Z", depth=100, k=None):
-    ranks = ranks if ranks is not None else {"all": {"q1": 0, "q2": 4, "q3": None, "q4": 30}}
-    return {
-        "schema": SCHEMA,
-        "created": created,
-        "suite": {
-            "name": suite, "description": "", "synthetic": True, "match": "string",
-            "questions_fingerprint": "sha256:x",
-            "parts": [{"name": p, "questions": len(q)} for p, q in ranks.items()],
-            "corpus": {"name": "c", "passages": 10, "fingerprint": "sha256:y"},
-        },
-        "retriever": {"name": retriever, "plugin": "p", "parameters": params or {"a": 1}},
-        "matcher": "dpr-has-answer/1",
-        "k": k or [x for x in (1, 5, 20, 100) if x <= depth],
-        "depth": depth,
-        "first_hit_ranks": ranks,
-        "metrics": {},
-        "timings": {"search": 0.1},
-        "versions": {},
-        "machine": {},
-    }
+from result_docs import make_result
 
 
 def test_write_and_read_back(tmp_path):
@@ -108,9 +87,15 @@ def test_atomic_write_leaves_nothing_behind_on_failure(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
 
-def cells(markdown: str, *, details: bool = False) -> list[list[str]]:
+def _plain(cell: str) -> str:
+    """A value cell without its bold marks and confidence interval: ``**63.39** (60.6–66.2)`` -> ``63.39``."""
+    return re.sub(r" \(\d+\.\d–\d+\.\d\)$", "", re.sub(r"^\*\*(.*)\*\*", r"\1", cell))
+
+
+def cells(markdown: str, *, details: bool = False, raw: bool = False) -> list[list[str]]:
     """The data rows of every markdown table (outside <details> blocks unless ``details``), as
-    stripped cells (header and rule lines dropped)."""
+    stripped cells (header and rule lines dropped); value cells without bold and interval unless
+    ``raw``."""
     rows, lines, folded = [], markdown.splitlines(), False
     for i, line in enumerate(lines):
         folded = (folded or line.startswith("<details>")) and not line.startswith("</details>")
@@ -119,7 +104,8 @@ def cells(markdown: str, *, details: bool = False) -> list[list[str]]:
         if i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: ") and lines[i + 1].startswith("|"):
             continue  # a header row
         # GitHub markdown: a pipe escaped as \| is text inside a cell, not a column break
-        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line.strip().removeprefix("|").removesuffix("|"))])
+        row = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().removeprefix("|").removesuffix("|"))]
+        rows.append(row if raw else [_plain(c) for c in row])
     return rows
 
 

@@ -7,6 +7,9 @@
   :class:`RetrieverSpec`
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
+- :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
+- :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
+  miners, augmentations) and :class:`VariantSpec` with its :class:`Recipe`
 - :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
@@ -17,12 +20,29 @@ import torch, pyserini or anything heavy, and must not read data; heavy work hap
 from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
+from harness.api.published import PublishedRow, PublishedTable
 from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
 from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
+from harness.api.training import (
+    AugmentationSpec,
+    LossSpec,
+    MinerSpec,
+    Recipe,
+    SamplerSpec,
+    TrainingExample,
+    VariantSpec,
+)
 
 __all__ = [
     "DEFAULT_K",
+    "AugmentationSpec",
+    "LossSpec",
+    "MinerSpec",
+    "Recipe",
+    "SamplerSpec",
+    "TrainingExample",
+    "VariantSpec",
     "MATCH_MODES",
     "MAX_K",
     "Corpus",
@@ -37,6 +57,8 @@ __all__ = [
     "Passage",
     "PassageFingerprint",
     "PassageInput",
+    "PublishedRow",
+    "PublishedTable",
     "Question",
     "Ranking",
     "Retriever",

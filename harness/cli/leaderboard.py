@@ -10,6 +10,9 @@ import click
 from harness.errors import HarnessError
 from harness.util.paths import LEADERBOARD_FILE, default_results_dir
 
+#: The leaderboard's plots live in this folder next to the markdown file.
+PLOT_DIR = "plots"
+
 _LINK = re.compile(r"\[([^\]]+\.json)\]\(")
 
 
@@ -29,7 +32,9 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     The leaderboard never loses rows silently: when results that OUTPUT shows are gone from the
     results folder, nothing is written and the missing ones are named (--force writes anyway).
     """
-    from harness.results.leaderboard import render
+    from harness import registry
+    from harness.analysis.plots import drawn_with, standard_plots, sync_plot_dir
+    from harness.results.leaderboard import latest, render
     from harness.results.schema import read_results
     from harness.util.atomic import write_text_atomic
 
@@ -44,7 +49,15 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     if not results_dir.is_dir():
         raise HarnessError(f"--results-dir {results_dir}: no such folder")
     results = read_results(results_dir)
-    markdown = render(results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve())
+    plots = standard_plots(latest(results))
+    plot_dir = output.parent / PLOT_DIR
+    images: dict[str, list[str]] = {}
+    for stem, plot in plots.items():
+        images.setdefault(plot.suite, []).append(f"{PLOT_DIR}/{stem}.svg")
+    markdown = render(
+        results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve(),
+        published=list(registry.registry("published")), plots=images,
+    )
     try:
         current = output.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -57,7 +70,18 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
         if current != markdown:
             click.echo(f"{output} is out of date with {results_dir}: run `harness leaderboard`", err=True)
             raise click.exceptions.Exit(1)
-        click.echo(f"{output} is up to date ({len(results)} result files)")
+        problems = sync_plot_dir(plots, plot_dir, check=True)
+        if problems:
+            click.echo(f"{plot_dir} is out of date: {'; '.join(problems)}: run `harness leaderboard`", err=True)
+            raise click.exceptions.Exit(1)
+        import matplotlib
+
+        version = drawn_with(plot_dir)
+        note = (
+            f"; plots drawn with matplotlib {version}, here {matplotlib.__version__}: their data and files checked, not a fresh drawing"
+            if plots and version != matplotlib.__version__ else ""
+        )
+        click.echo(f"{output} is up to date ({len(results)} result files, {len(plots)} plots){note}")
         return
     lost = sorted(_rows(current) - _rows(markdown)) if current is not None else []
     if lost and not force:
@@ -66,5 +90,6 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
             f"{output} would lose {len(lost)} row(s) whose result files are not in {results_dir}: {shown}; "
             f"nothing written (--force writes anyway)"
         )
+    sync_plot_dir(plots, plot_dir, check=False)
     write_text_atomic(output, markdown)
-    click.echo(f"wrote {output} from {len(results)} result files")
+    click.echo(f"wrote {output} and {len(plots)} plots in {plot_dir} from {len(results)} result files")

@@ -36,14 +36,17 @@ def build_cli() -> click.Group:
     A plugin whose ``register_commands`` raises, or that adds a command under a name already
     taken, is recorded as failed and its commands are left out; every other command works.
     """
+    from harness.cli.compare import compare_command
     from harness.cli.leaderboard import leaderboard
+    from harness.cli.plot import plot
+    from harness.cli.reproduce import reproduce
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
     from harness.cli.score import score
     from harness.plugins import loaded_plugins
 
     cli = _group()
-    for command in (run, score, leaderboard, list_command, plugins_command):
+    for command in (run, score, leaderboard, compare_command, reproduce, plot, list_command, plugins_command):
         cli.add_command(command)
     owners = {name: "harness" for name in cli.commands}
 

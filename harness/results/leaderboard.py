@@ -4,20 +4,37 @@ One table per suite, one row per retriever configuration (name and parameters), 
 recomputed from each result's first-hit ranks (the macro average over parts), and a link to the
 result it came from. When several results share a suite and configuration, the newest wins
 (``created``, then file name).
+
+Each number carries its 95% percentile bootstrap interval (questions resampled within parts,
+10,000 resamples, a fixed seed per cell: :mod:`harness.analysis.stats`), and at each cutoff the best
+configuration and every one not significantly different from it are in bold (exact McNemar test
+against the best on the per-question hits, Holm-corrected across the section's tests, alpha 0.05).
+Results of one configuration that differ only in seeds (parameters named ``seed``, at any depth)
+form one row: the mean and sample standard deviation over the seeds. Published numbers of the
+suite (``register_published``) follow as marked rows.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tabulate import tabulate
 
+from harness.analysis import stats
+from harness.api import PublishedTable
 from harness.results.report import corpus_size, format_parameters
-from harness.results.schema import Result
+from harness.results.schema import Result, config_digest
+
+#: Resamples behind each interval, and the seed they are drawn with.
+RESAMPLES = 10_000
+SEED = 0
+ALPHA = 0.05
 
 #: Rows are ordered by these cutoffs first (those a suite reports), then by its others, deepest first.
 ORDER_K: tuple[int, ...] = (20, 100, 5, 1)
@@ -30,6 +47,13 @@ Numbers are top-k retrieval accuracy in percent (DPR protocol: a question counts
 top k passages' text contains an answer); for suites with several parts, the unweighted mean over
 parts. Suites marked SYNTHETIC are generated data: their numbers are not comparable with any
 published benchmark.
+
+In parentheses: the 95% bootstrap confidence interval (questions resampled within each part, 10,000
+resamples, fixed seed). **Bold**: the best configuration at that cutoff and every configuration not
+significantly different from it (exact McNemar test on the per-question hits, Holm-corrected over
+the section, alpha 0.05). A row over several seeds shows mean ± standard deviation. Rows marked
+*published* are numbers printed in papers, with their source; `harness compare` gives every
+pairwise test.
 """
 
 
@@ -91,7 +115,8 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split("\n")).replace("|", "\\|")
 
 
-def _newest(results: Sequence[Result]) -> list[Result]:
+def latest(results: Sequence[Result]) -> list[Result]:
+    """The newest result of each suite, question set and configuration (``created``, then file name)."""
     chosen: dict[tuple[str, str, str], Result] = {}
     for r in sorted(results, key=lambda r: (r.data["created"], str(r.path or ""))):
         chosen[(r.suite, _question_set(r), r.config_key())] = r
@@ -100,6 +125,58 @@ def _newest(results: Sequence[Result]) -> list[Result]:
 
 def _question_set(result: Result) -> str:
     return str(result.data["suite"]["questions_fingerprint"])
+
+
+def _seedless(value: Any) -> Any:
+    """``value`` without any mapping key named ``seed``, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: _seedless(v) for k, v in value.items() if k != "seed"}
+    if isinstance(value, (list, tuple)):
+        return [_seedless(v) for v in value]
+    return value
+
+
+class _Row:
+    """One leaderboard row: one result, or the results of one configuration over several seeds."""
+
+    def __init__(self, results: list[Result]):
+        self.results = sorted(results, key=lambda r: (str(r.path or ""), r.config_key()))
+        self.first = self.results[0]
+        self.retriever = self.first.label  # the chain's label for a re-ranked configuration
+
+    @property
+    def seeds(self) -> int:
+        return len(self.results)
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return _seedless(self.first.parameters) if self.seeds > 1 else self.first.parameters
+
+    def config_key(self) -> str:
+        return config_digest(self.first.retriever, self.parameters, self.first.reranker)
+
+    def accuracy(self, k: int) -> tuple[dict[str, float], float] | None:
+        """Per part and macro top-k; over seeds, their means."""
+        each = [r.accuracy(k) for r in self.results]
+        if any(a is None for a in each):
+            return None
+        parts = {p: sum(a[0][p] for a in each) / len(each) for p in each[0][0]}
+        return parts, sum(a[1] for a in each) / len(each)
+
+    def std(self, k: int) -> float:
+        values = [r.accuracy(k)[1] for r in self.results]
+        mean = sum(values) / len(values)
+        return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+    def hits(self, k: int) -> list:
+        return [stats.hits(list(part.values()), k) for part in self.first.ranks.values()]
+
+
+def _group_seeds(results: Sequence[Result]) -> list[_Row]:
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(config_digest(r.retriever, _seedless(r.parameters), r.reranker), []).append(r)
+    return [_Row(group) for group in groups.values()]
 
 
 def _cutoffs(results: Sequence[Result]) -> list[int]:
@@ -122,16 +199,64 @@ def _link(result: Result, relative_to: Path) -> str:
     return f"[{Path(target).name}]({target})"
 
 
-def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) -> str:
+def _interval(row: _Row, k: int) -> tuple[float, float]:
+    rng = np.random.default_rng(np.random.SeedSequence([SEED, zlib.crc32(f"{row.config_key()}|{k}".encode())]))
+    return stats.bootstrap_ci(row.hits(k), resamples=RESAMPLES, rng=rng)
+
+
+def _tied_with_best(rows: list[_Row], ks: Sequence[int]) -> dict[int, set[int]]:
+    """Per cutoff, the indices of single-result rows that are the best or not significantly
+    different from it (exact McNemar against the best, Holm over every test of the section)."""
+    tests: list[tuple[int, int, float]] = []
+    best_of: dict[int, int] = {}
+    for k in ks:
+        single = [i for i, row in enumerate(rows) if row.seeds == 1 and row.accuracy(k) is not None]
+        if not single:
+            continue
+        best = max(single, key=lambda i: (rows[i].accuracy(k)[1], -i))
+        best_of[k] = best
+        best_hits = np.concatenate(rows[best].hits(k))
+        for i in single:
+            if i != best:
+                tests.append((k, i, stats.mcnemar_exact(best_hits, np.concatenate(rows[i].hits(k))).p_value))
+    adjusted = stats.holm([p for _, _, p in tests])
+    tied = {k: {best} for k, best in best_of.items()}
+    for (k, i, _), p in zip(tests, adjusted):
+        if p > ALPHA:
+            tied[k].add(i)
+    return tied
+
+
+def _value_cell(row: _Row, k: int, bold: bool) -> str:
+    accuracy = row.accuracy(k)
+    if accuracy is None:
+        return "–"
+    if row.seeds > 1:
+        return f"{100 * accuracy[1]:.2f} ± {100 * row.std(k):.2f}"
+    low, high = _interval(row, k)
+    value = f"**{100 * accuracy[1]:.2f}**" if bold else f"{100 * accuracy[1]:.2f}"
+    return f"{value} ({100 * low:.1f}–{100 * high:.1f})"
+
+
+def render(
+    results: Sequence[Result],
+    *,
+    output_dir: Path,
+    results_dir: Path,
+    published: Sequence[PublishedTable] = (),
+    plots: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """The leaderboard markdown; ``output_dir`` is where it will live (for relative links).
 
     One section per suite and question set: results of one suite name made on different
     questions (their questions fingerprints differ) are never ranked in one table; each set gets
     its own section, and a note names them. Columns are the cutoffs the results report; metrics
-    besides accuracy follow in their own table.
+    besides accuracy follow in their own table. ``published`` tables add marked rows to the
+    sections of their suites; ``plots`` maps a suite to image paths (relative to ``output_dir``)
+    shown under its section.
     """
     groups: dict[tuple[str, str], list[Result]] = {}
-    for r in _newest(results):
+    for r in latest(results):
         groups.setdefault((r.suite, _question_set(r)), []).append(r)
     sets_of: dict[str, list[str]] = {}
     for suite, question_set in groups:
@@ -143,13 +268,9 @@ def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) ->
     for suite, question_set in sorted(groups):
         group = groups[suite, question_set]
         ks = _cutoffs(group)
-        rows = []
-        for r in group:
-            macro = [acc[1] if (acc := r.accuracy(k)) else None for k in ks]
-            rows.append((r, macro))
         order = _order_cutoffs(ks)
-        rows.sort(key=lambda item: _row_order(item, ks, order))
-        first = rows[0][0].data["suite"]
+        rows = sorted(_group_seeds(group), key=lambda row: _row_order(row, order))
+        first = rows[0].first.data["suite"]
         parts = first["parts"]
         n_questions = sum(p["questions"] for p in parts)
         tag = " (SYNTHETIC)" if first.get("synthetic") else ""
@@ -169,71 +290,130 @@ def render(results: Sequence[Result], *, output_dir: Path, results_dir: Path) ->
         size = corpus_size(corpus) if corpus.get("passages") is None else f"{corpus['passages']} passages ({corpus['name']})"
         detail += f"; {_cell(size)}; {first['match']} matching."
         out.append(detail + "\n")
-        table = [
-            [_cell(r.label), _cell(summarize_parameters(r.parameters))] + [_fmt(v) for v in macro] + [_link(r, output_dir)]
-            for r, macro in rows
-        ]
+        tied = _tied_with_best(rows, ks)
+        table = []
+        for i, row in enumerate(rows):
+            name = row.retriever + (f" ({row.seeds} seeds)" if row.seeds > 1 else "")
+            links = ", ".join(_link(r, output_dir) for r in row.results)
+            table.append(
+                [_cell(name), _cell(summarize_parameters(row.parameters))]
+                + [_value_cell(row, k, i in tied.get(k, ())) for k in ks]
+                + [links]
+            )
+        if not first.get("synthetic"):
+            table += _published_rows(published, suite, ks)
         headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
         out.append("\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n")
         out.append(_metrics_table(rows, ks))
         out.append(_parameters_table(rows))
         if len(parts) > 1:
             out.append(_parts_table(rows, [p["name"] for p in parts], order[0]))
+        for image in (plots or {}).get(suite, ()) if not several else ():
+            out.append(f"\n![{_cell(Path(image).stem)}]({image})\n")
+    if published:
+        out.append(_published_section(published))
     return "".join(out)
+
+
+def _published_section(published: Sequence[PublishedTable]) -> str:
+    """Every published table, one folded block each: the numbers as printed, with their source.
+    ``retriever``: the harness configuration ``harness reproduce`` compares with the row."""
+    out = [
+        f"\n## Published numbers\n\n{len(published)} tables of top-k accuracy (percent) as printed in papers "
+        "and reproduction reports, with their sources; rows naming a harness retriever are compared with "
+        "results by `harness reproduce --check` (tolerance 2 points). Papers' suite names are the harness's "
+        "where it has the suite.\n"
+    ]
+    for table in sorted(published, key=lambda t: t.name):
+        ks = sorted({k for row in table.rows for k in row.values})
+        body = [
+            [_cell(row.system), _cell(row.suite + (f" {row.part}" if row.part else ""))]
+            + [str(row.values[k]) if k in row.values else "–" for k in ks]
+            + [_cell(row.retriever or ""), _cell(row.note)]
+            for row in table.rows
+        ]
+        headers = ["system", "suite"] + [f"top-{k}" for k in ks] + ["retriever", "note"]
+        source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
+        note = f"\n\n{_cell(table.note)}" if table.note else ""
+        out.append(
+            f"\n<details><summary>{_cell(table.name)}: {_cell(table.title)}</summary>\n\n{source}{note}\n\n"
+            + tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+            + "\n\n</details>\n"
+        )
+    return "".join(out)
+
+
+def _published_rows(published: Sequence[PublishedTable], suite: str, ks: Sequence[int]) -> list[list[str]]:
+    from harness.analysis.published import rows_for_suite
+
+    rows = []
+    for table, row in rows_for_suite(published, suite):
+        if not any(k in row.values for k in ks):
+            continue
+        source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
+        rows.append(
+            [f"*published:* {_cell(row.system)}", source]
+            + [str(row.values[k]) if k in row.values else "–" for k in ks]
+            + [_cell(table.name)]
+        )
+    return rows
 
 
 def _short_digest(fingerprint: str) -> str:
     return _cell(fingerprint.removeprefix("sha256:")[:12])
 
 
-def _metrics_table(rows: list, ks: Sequence[int]) -> str:
-    """Metrics besides accuracy (as recorded in the result files), macro-averaged over parts."""
-    metrics = sorted({m for r, _ in rows for m in r.data["metrics"] if m != "accuracy"})
+def _metrics_table(rows: list[_Row], ks: Sequence[int]) -> str:
+    """Metrics besides accuracy (as recorded in the result files), macro-averaged over parts
+    (over seeds, their mean)."""
+    metrics = sorted({m for row in rows for r in row.results for m in r.data["metrics"] if m != "accuracy"})
     if not metrics:
         return ""
     columns = [(m, k) for m in metrics for k in ks]
-    table = []
-    for r, _ in rows:
-        values = r.data["metrics"]
-        table.append([_cell(r.label), _cell(summarize_parameters(r.parameters))] + [
-            _fmt(values[m]["macro"].get(str(k))) if m in values else "–" for m, k in columns
-        ])
+
+    def value(row: _Row, m: str, k: int) -> str:
+        found = [r.data["metrics"][m]["macro"].get(str(k)) for r in row.results if m in r.data["metrics"]]
+        if len(found) != row.seeds or any(v is None for v in found):
+            return "–"
+        return _fmt(sum(found) / len(found))
+
+    table = [
+        [_cell(row.retriever), _cell(summarize_parameters(row.parameters))] + [value(row, m, k) for m, k in columns]
+        for row in rows
+    ]
     headers = ["retriever", "parameters"] + [_cell(f"{m}@{k}") for m, k in columns]
     return "\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n"
 
 
-def _parameters_table(rows: list) -> str:
+def _parameters_table(rows: list[_Row]) -> str:
     """Every parameter of each row, in full (nested retrievers' as dotted keys)."""
-    table = [[_cell(r.label), _cell(format_parameters(r.parameters) + _reranker_parameters(r))] for r, _ in rows]
+    table = [[_cell(row.retriever), _cell(format_parameters(row.parameters) + _reranker_parameters(row.first))] for row in rows]
     body = tabulate(table, headers=["retriever", "parameters"], tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>all parameters</summary>\n\n{body}\n\n</details>\n"
 
 
-def _row_order(item: tuple[Result, list[float | None]], ks: Sequence[int], order: Sequence[int]) -> tuple:
+def _row_order(row: _Row, order: Sequence[int]) -> tuple:
     """Best at the first ordering cutoff (top-20 when reported), then the next ones; ties by
     name and configuration."""
-    result, macro = item
-    by_k = dict(zip(ks, macro))
-    keys = [-(by_k[k] if by_k[k] is not None else -1.0) for k in order]
-    return (*keys, result.retriever, result.config_key())
+    keys = [-(acc[1] if (acc := row.accuracy(k)) is not None else -1.0) for k in order]
+    return (*keys, row.retriever, row.config_key())
 
 
-def _parts_table(rows: list, parts: list[str], k: int) -> str:
+def _parts_table(rows: list[_Row], parts: list[str], k: int) -> str:
     """Top-k per part (rows) and retriever configuration (columns), at the first ordering cutoff."""
-    columns = [r for r, _ in rows]
-    per_part = [r.accuracy(k) for r in columns]
+    per_part = [row.accuracy(k) for row in rows]
     table = []
     for part in parts:
         table.append([_cell(part)] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
     headers = [f"part (top-{k})"] + [
-        _cell(f"{r.label} {r.config_key()}" if _ambiguous(columns, r) else r.label) for r in columns
+        _cell(f"{row.retriever} {row.config_key()}" if _ambiguous(rows, row) else row.retriever) for row in rows
     ]
     body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>top-{k} by part</summary>\n\n{body}\n\n</details>\n"
 
 
-def _ambiguous(columns: list[Result], result: Result) -> bool:
-    return sum(1 for r in columns if r.label == result.label) > 1
+def _ambiguous(rows: list[_Row], row: _Row) -> bool:
+    return sum(1 for r in rows if r.retriever == row.retriever) > 1
 
 
 def _reranker_parameters(result: Result) -> str:

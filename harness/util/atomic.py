@@ -90,12 +90,17 @@ def remove_stale(parent: str | os.PathLike, name: str | None = None) -> list[Pat
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` via a temporary sibling and ``os.replace``."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary sibling and ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
     try:
         with open(tmp, "xb") as f:  # created 0666 & ~umask, like any file
-            f.write(text.encode("utf-8"))
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -18,3 +18,80 @@ def loads(text: str | bytes, *, source: object, line: int | None = None) -> Any:
         raise InputFileError(source, f"invalid JSON: {exc.msg} (column {exc.colno})", line=where) from None
     except RecursionError:
         raise InputFileError(source, "JSON nested too deeply", line=line) from None
+
+
+def iter_array(stream, *, source: object, chunk_size: int = 1 << 20, lines: bool = False):
+    """The elements of one top-level JSON array read from a text ``stream``, one at a time.
+
+    Memory stays at about one element plus ``chunk_size`` characters, whatever the file's size (DPR's
+    training files hold gigabytes in one array). Anything but an array of JSON values, and text after
+    its end, is an :class:`InputFileError` naming ``source`` and the line. With ``lines`` it yields
+    ``(line, element)``, the line the element starts on.
+    """
+    decoder = json.JSONDecoder()
+    buffer = ""
+    line = 1  # line number at the buffer's start
+    eof = False
+
+    def fill() -> bool:
+        nonlocal buffer, eof
+        if eof:
+            return False
+        data = stream.read(chunk_size)
+        if not data:
+            eof = True
+            return False
+        buffer += data
+        return True
+
+    def skip_space(pos: int) -> int:
+        while True:
+            while pos < len(buffer) and buffer[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buffer) or not fill():
+                return pos
+
+    def fail(pos: int, problem: str):
+        raise InputFileError(source, problem, line=line + buffer.count("\n", 0, pos))
+
+    pos = skip_space(0)
+    if pos < len(buffer) and buffer[pos] == "\ufeff":
+        pos = skip_space(pos + 1)
+    if pos >= len(buffer) or buffer[pos] != "[":
+        fail(pos, "expected a JSON array")
+    pos = skip_space(pos + 1)
+    if pos < len(buffer) and buffer[pos] == "]":
+        pos += 1
+    else:
+        while True:
+            while True:
+                try:
+                    value, end = decoder.raw_decode(buffer, pos)
+                except json.JSONDecodeError as exc:
+                    if fill():
+                        continue
+                    fail(exc.pos, f"invalid JSON: {exc.msg}")
+                except RecursionError:
+                    fail(pos, "JSON nested too deeply")
+                if end == len(buffer) and fill():
+                    continue  # a number may go on in the next chunk
+                break
+            yield (line + buffer.count("\n", 0, pos), value) if lines else value
+            pos = skip_space(end)
+            if pos >= len(buffer):
+                fail(pos, "the array is not closed")
+            if buffer[pos] == "]":
+                pos += 1
+                break
+            if buffer[pos] != ",":
+                fail(pos, "expected ',' or ']' between array elements")
+            pos = skip_space(pos + 1)
+            if pos < len(buffer) and buffer[pos] == "]":
+                fail(pos, "trailing comma in the array")
+            # drop what has been read, so the buffer holds about one element
+            line += buffer.count("\n", 0, pos)
+            buffer = buffer[pos:]
+            pos = 0
+    pos = skip_space(pos)
+    if pos < len(buffer):
+        fail(pos, "text after the end of the JSON array")

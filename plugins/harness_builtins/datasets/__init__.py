@@ -1,6 +1,8 @@
 """The real benchmark suites, one per spec in ``specs/`` (NQ, TriviaQA, WebQuestions,
 CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of ``$HARNESS_SPEC_PATH``; and the
-``harness data`` command (fetch, verify, split, where).
+``harness data`` command (fetch, verify, split, where); and the published numbers of the papers
+(``published/``, one TOML file per table; more in ``published/`` of the ``$HARNESS_SPEC_PATH``
+folders), shown beside results and checked by ``harness reproduce``.
 
 Registering reads only the small TOML specs. Loading a suite fetches its question files (with
 checksums; see :mod:`harness.data.download`) and gives it a corpus that is opened, and if need be
@@ -35,6 +37,14 @@ def register_suites(register):
                 match=spec.match,
             )
         )
+
+
+@hookimpl
+def register_published(register):
+    from harness_builtins.datasets.catalog import published_tables
+
+    for table in published_tables(strict=strict_mode()):
+        register(table)
 
 
 @hookimpl

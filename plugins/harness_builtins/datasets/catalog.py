@@ -24,3 +24,24 @@ def _skip(error: InputFileError) -> None:
 def catalog(*, strict: bool = False) -> SpecCatalog:
     """Every spec; a malformed one is reported on stderr and left out (``strict``: raised)."""
     return load_catalog(spec_dirs(), on_error=None if strict else _skip)
+
+
+#: The built-in published tables (``published/*.toml``, one per paper table).
+PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
+
+
+def published_tables(*, strict: bool = False) -> list:
+    """Every published table of :data:`PUBLISHED_DIR` and of ``published/`` in the folders of
+    ``$HARNESS_SPEC_PATH``; a malformed file is reported and left out (``strict``: raised)."""
+    from harness.analysis.published import read_published_table
+
+    tables = []
+    for folder in [PUBLISHED_DIR, *(d / "published" for d in user_spec_dirs())]:
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                tables.append(read_published_table(path))
+            except InputFileError as error:
+                if strict:
+                    raise
+                print(f"harness: warning: {error}; this table is skipped", file=sys.stderr)
+    return tables

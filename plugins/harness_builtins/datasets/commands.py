@@ -1,4 +1,4 @@
-"""``harness data``: fetch, verify and prepare benchmark files."""
+"""``harness data``: fetch, verify and prepare benchmark files, and make training data."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import no_progress_option
+from harness.cli.common import no_progress_option, parse_options
+from harness.api import MAX_K
 from harness.errors import HarnessError, UnknownNameError
 
 
@@ -106,3 +107,44 @@ def split_command(articles: Path, output: Path, words: int, no_progress: bool) -
         raise HarnessError(f"{output}: the output would overwrite the input")
     count = split_articles(articles, output, words=words)
     click.echo(f"wrote {count} passages to {output}")
+
+
+@data.command("make-training")
+@click.option("--suite", "-s", required=True, help="Suite whose questions become training examples (e.g. demo-train).")
+@click.option("--retriever", "-r", required=True, help="Retriever that finds positives and hard negatives (e.g. bm25).")
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A retriever option, e.g. -o k1=1.2 (repeatable).")
+@click.option("--negatives", type=click.IntRange(min=0), default=1, show_default=True, help="Hard negatives per question (DPR: 1).")
+@click.option("--depth", type=click.IntRange(min=1, max=MAX_K), default=100, show_default=True, help="Passages retrieved per question.")
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="DPR training JSON to write (.gz: compressed; .jsonl: JSON lines).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for indexing and search (default: all cores).")
+@no_progress_option
+def make_training_command(suite, retriever, options, negatives, depth, output, cache_dir, threads, no_progress) -> None:
+    """Make DPR training data from SUITE by distant supervision with RETRIEVER.
+
+    Per question, the positive is the best-ranked passage whose text contains an answer and the hard
+    negatives the best-ranked passages with no answer in title or text; questions with no positive
+    in the top --depth are dropped.
+
+    Example: harness data make-training --suite demo-train --retriever bm25 --output train.json
+    """
+    from harness import registry
+    from harness.data.training import suite_training_examples, write_training_examples
+    from harness.evaluate import make_context
+
+    found = registry.resolve("retrievers", retriever, parse_options(options))  # names checked before any work
+    if output.exists() and output.is_dir():
+        raise HarnessError(f"--output {output} is a folder")
+    loaded_suite = registry.suites().get(suite).load()
+    model = registry.load("retrievers", retriever, found.options).value
+    context = make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=not no_progress)
+    examples, dropped = suite_training_examples(
+        loaded_suite, model, name=retriever, context=context, depth=depth, negatives=negatives
+    )
+    written = write_training_examples(output, examples)
+    short = sum(1 for e in examples if len(e.hard_negatives) < negatives)
+    note = f", {short} with fewer than {negatives} hard negatives" if short else ""
+    click.echo(
+        f"{suite}: {len(loaded_suite.questions)} questions, {written} examples written to {output}, "
+        f"{dropped} dropped (no passage with an answer in the top {depth}){note}"
+    )

@@ -142,6 +142,12 @@ def _load_realm(**options: Any):
     return load_realm_encoder(**options)
 
 
+def _load_trained(**options: Any):
+    from harness_builtins.dense.trained import load_trained_encoder
+
+    return load_trained_encoder(**options)
+
+
 def _load_art(**options: Any):
     from harness_builtins.dense.art import load_art_encoder
 
@@ -173,6 +179,14 @@ def encoder_specs() -> list[EncoderSpec]:
                 "batch_size": None,
                 "device": "auto",
             },
+        )
+    )
+    specs.append(
+        EncoderSpec(
+            name="trained",
+            description="a checkpoint written by harness train (-o path=OUTPUT): its encoders, passage format and training record",
+            load=_load_trained,
+            options={"path": None, "batch_size": None, "device": "auto", "precision": "auto"},
         )
     )
     specs.append(

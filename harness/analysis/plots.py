@@ -1,0 +1,326 @@
+"""Plots from result files (matplotlib, headless, byte-for-byte reproducible).
+
+- ``topk``: top-k accuracy against k = 1 .. depth, one line per system (macro average over parts);
+- ``parts``: top-k accuracy per part, grouped bars per system (EntityQuestions relations);
+- ``buckets``: top-k accuracy per part in the suite's part order, one line per system: the
+  entity-popularity plot of the EntityQuestions paper (Figure 1) for the popularity suites, whose
+  parts are the buckets from rare to frequent;
+- ``matrix``: a heatmap of top-k accuracy, rows and columns chosen by ``retriever``, ``suite`` or
+  a parameter (dotted for nested ones): the encoder-adaptation matrix (question encoder x passage
+  encoder, or trained-on x evaluated-on).
+
+Every figure is drawn from a small data record (:class:`Plot`); its digest is what
+``harness leaderboard --check`` compares when the installed matplotlib differs from the one that
+drew the committed files. Files are written with fixed metadata (no dates, a fixed SVG hash salt),
+so the same data and matplotlib version give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.results.schema import Result, config_digest
+from harness.util.atomic import write_text_atomic
+
+KINDS = ("topk", "parts", "buckets", "matrix")
+FORMATS = ("png", "svg")
+
+_STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "svg.hashsalt": "harness",
+    "svg.fonttype": "path",
+    "path.simplify": False,
+}
+
+
+@dataclass(frozen=True)
+class Plot:
+    """What a figure shows: its kind, title, axis labels and series (JSON-serialisable)."""
+
+    kind: str
+    title: str
+    data: Mapping[str, Any]
+    #: The suite shown, for plots of one suite.
+    suite: str = ""
+
+    def digest(self) -> str:
+        blob = json.dumps([self.kind, self.title, self.data], sort_keys=True, ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def labels(results: Sequence[Result]) -> list[str]:
+    """Each result's retriever name, with its configuration digest where names repeat."""
+    names = [r.label for r in results]
+    return [n if names.count(n) == 1 else f"{n} ({r.config_key()})" for n, r in zip(names, results)]
+
+
+def _one_suite(results: Sequence[Result]) -> str:
+    suites = sorted({r.suite for r in results})
+    if len(suites) != 1:
+        raise HarnessError(f"this plot shows one suite; the results are of {', '.join(suites)}")
+    sets = {r.data["suite"]["questions_fingerprint"] for r in results}
+    if len(sets) > 1:
+        raise HarnessError(f"the results of {suites[0]} were made on {len(sets)} different question sets")
+    return suites[0]
+
+
+def _round(x: float) -> float:
+    return round(100 * x, 4)
+
+
+def topk_plot(results: Sequence[Result]) -> Plot:
+    suite = _one_suite(results)
+    series = {}
+    for label, r in zip(labels(results), results):
+        series[label] = [_round(r.accuracy(k)[1]) for k in range(1, r.depth + 1)]
+    return Plot("topk", f"{suite}: top-k accuracy", {"series": series}, suite)
+
+
+def parts_plot(results: Sequence[Result], k: int, kind: str = "parts") -> Plot:
+    suite = _one_suite(results)
+    shallow = [r for r in results if r.depth < k]
+    if shallow:
+        raise HarnessError(f"top-{k} is deeper than {shallow[0].retriever}'s depth ({shallow[0].depth})")
+    parts = [p["name"] for p in results[0].data["suite"]["parts"]]
+    series = {label: [_round(r.accuracy(k)[0][p]) for p in parts] for label, r in zip(labels(results), results)}
+    what = "by popularity bucket" if kind == "buckets" else "by part"
+    return Plot(kind, f"{suite}: top-{k} accuracy {what}", {"k": k, "parts": parts, "series": series}, suite)
+
+
+def _axis_value(result: Result, key: str) -> str:
+    if key == "retriever":
+        return result.retriever
+    if key == "suite":
+        return result.suite
+    value: Any = result.parameters
+    for step in key.split("."):
+        if not isinstance(value, Mapping) or step not in value:
+            raise HarnessError(f"result {result.path or result.retriever} has no parameter {key!r}")
+        value = value[step]
+    return str(value)
+
+
+def matrix_plot(results: Sequence[Result], k: int, *, rows: str = "retriever", columns: str = "suite") -> Plot:
+    cells: dict[tuple[str, str], float] = {}
+    for r in sorted(results, key=lambda r: (r.data["created"], str(r.path or ""))):
+        accuracy = r.accuracy(k)
+        if accuracy is None:
+            raise HarnessError(f"top-{k} is deeper than {r.retriever}'s depth on {r.suite} ({r.depth})")
+        cells[_axis_value(r, rows), _axis_value(r, columns)] = _round(accuracy[1])  # the newest wins
+    row_names = sorted({a for a, _ in cells})
+    column_names = sorted({b for _, b in cells})
+    values = [[cells.get((a, b)) for b in column_names] for a in row_names]
+    return Plot("matrix", f"top-{k} accuracy", {"k": k, "rows": rows, "columns": columns,
+                                                  "row_names": row_names, "column_names": column_names, "values": values})
+
+
+def draw(plot: Plot):
+    """The matplotlib figure of ``plot`` (Agg, never shown)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    with plt.rc_context(_STYLE):
+        d = plot.data
+        if plot.kind == "topk":
+            fig = Figure(figsize=(6.4, 4.2))
+            ax = fig.add_subplot()
+            for label, ys in d["series"].items():
+                ax.plot(range(1, len(ys) + 1), ys, label=label, linewidth=1.5)
+            ax.set_xlabel("k (passages retrieved)")
+            ax.set_ylabel("top-k accuracy (%)")
+            ax.set_xlim(1, max(len(ys) for ys in d["series"].values()))
+        elif plot.kind in ("parts", "buckets"):
+            parts = d["parts"]
+            bars = len(parts) * (len(d["series"]) if plot.kind == "parts" else 1)
+            fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * bars + 4.0)), 4.4))
+            ax = fig.add_subplot()
+            if plot.kind == "buckets":
+                for label, ys in d["series"].items():
+                    ax.plot(range(len(parts)), ys, marker="o", label=label, linewidth=1.5)
+            else:
+                width = 0.8 / max(1, len(d["series"]))
+                for i, (label, ys) in enumerate(d["series"].items()):
+                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=label)
+            ax.set_xticks(range(len(parts)), parts, rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
+            ax.set_ylabel(f"top-{d['k']} accuracy (%)")
+            ax.set_ylim(0, 102)
+            ax.set_xlim(-0.6, len(parts) - 0.4)
+        elif plot.kind == "matrix":
+            rows, cols = d["row_names"], d["column_names"]
+            fig = Figure(figsize=(max(4.5, 1.1 * len(cols) + 2.5), max(3.0, 0.5 * len(rows) + 1.8)))
+            ax = fig.add_subplot()
+            grid = [[math.nan if v is None else v for v in row] for row in d["values"]]
+            image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
+            ax.grid(False)
+            ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+            ax.set_yticks(range(len(rows)), rows)
+            ax.set_xlabel(d["columns"])
+            ax.set_ylabel(d["rows"])
+            for i, row in enumerate(d["values"]):
+                for j, v in enumerate(row):
+                    text = "–" if v is None else f"{v:.1f}"
+                    ax.text(j, i, text, ha="center", va="center", color="white" if v is None or v < 60 else "black", fontsize=8)
+            fig.colorbar(image, ax=ax, label=f"top-{d['k']} accuracy (%)")
+        else:
+            raise HarnessError(f"unknown plot kind {plot.kind!r}; choose from {', '.join(KINDS)}")
+        ax.set_title(plot.title)
+        if plot.kind == "topk":
+            ax.legend(fontsize=8, loc="lower right")
+        elif plot.kind != "matrix":
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.tight_layout()
+    return fig
+
+
+def render_bytes(plot: Plot, fmt: str) -> bytes:
+    """The figure's file content in ``fmt`` (png or svg), with no date or software stamp."""
+    import matplotlib.pyplot as plt
+
+    if fmt not in FORMATS:
+        raise HarnessError(f"unknown image format {fmt!r}; choose from {', '.join(FORMATS)}")
+    fig = draw(plot)
+    buffer = io.BytesIO()
+    metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+    with plt.rc_context(_STYLE):
+        fig.savefig(buffer, format=fmt, metadata=metadata)
+    return buffer.getvalue()
+
+
+def write_plot(plot: Plot, base: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write ``base.png`` / ``base.svg`` atomically; returns the paths."""
+    from harness.util.atomic import write_bytes_atomic
+
+    written = []
+    for fmt in formats:
+        written.append(write_bytes_atomic(base.with_name(f"{base.name}.{fmt}"), render_bytes(plot, fmt)))
+    return written
+
+
+def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
+    """The leaderboard's plots, by file stem: each suite's top-k curves (one question set per
+    suite; suites with several question sets get none) and, for suites with several parts, top-20
+    (else the deepest reported cutoff) by part."""
+    by_suite: dict[str, list[Result]] = {}
+    for r in results:
+        by_suite.setdefault(r.suite, []).append(r)
+    plots: dict[str, Plot] = {}
+    for suite, group in sorted(by_suite.items()):
+        if len({r.data["suite"]["questions_fingerprint"] for r in group}) > 1:
+            continue
+        group = sorted(group, key=lambda r: (r.retriever, config_digest(r.retriever, r.parameters)))
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in suite)
+        plots[f"{stem}-topk"] = topk_plot(group)
+        if len(group[0].data["suite"]["parts"]) > 1:
+            depth = min(r.depth for r in group)
+            ks = sorted({k for r in group for k in r.data["k"] if k <= depth})
+            k = 20 if 20 in ks else (ks[-1] if ks else depth)
+            plots[f"{stem}-parts"] = parts_plot(group, k)
+    return plots
+
+
+def manifest(plots: Mapping[str, Plot], files: Mapping[str, bytes]) -> str:
+    """The JSON record of a plot folder: matplotlib's version, each plot's data digest and each
+    file's digest."""
+    import matplotlib
+
+    record = {
+        "matplotlib": matplotlib.__version__,
+        "plots": {stem: p.digest() for stem, p in sorted(plots.items())},
+        "files": {name: "sha256:" + hashlib.sha256(content).hexdigest() for name, content in sorted(files.items())},
+    }
+    return json.dumps(record, indent=1) + "\n"
+
+
+def write_manifest(path: Path, text: str) -> None:
+    write_text_atomic(path, text)
+
+
+MANIFEST = "plots.json"
+
+
+def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fmt: str = "svg") -> list[str]:
+    """Make ``directory`` hold exactly ``plots`` as ``STEM.fmt`` plus :data:`MANIFEST`, or with
+    ``check`` write nothing and return what differs (empty when up to date).
+
+    The check compares the plotted data always, and the files' bytes when the installed matplotlib
+    is the one that drew them; with another matplotlib it checks the files against the digests the
+    manifest recorded instead (a note says so), since font rendering may differ between versions.
+    """
+    import matplotlib
+
+    rendered = {f"{stem}.{fmt}": render_bytes(p, fmt) for stem, p in plots.items()}
+    if not check:
+        for name, content in rendered.items():
+            path = directory / name
+            if not path.is_file() or path.read_bytes() != content:
+                from harness.util.atomic import write_bytes_atomic
+
+                write_bytes_atomic(path, content)
+        # only files an earlier run drew (its manifest lists them) are removed: the folder may be shared
+        for name in _recorded_files(directory):
+            if name not in rendered and "/" not in name and name.endswith(f".{fmt}"):
+                (directory / name).unlink(missing_ok=True)
+        if plots or (directory / MANIFEST).exists():
+            write_manifest(directory / MANIFEST, manifest(plots, rendered))
+        return []
+    problems: list[str] = []
+    try:
+        recorded = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [f"{directory / MANIFEST} is missing"] if plots else []
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return [f"{directory / MANIFEST}: unreadable ({exc})"]
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("plots"), dict) or not isinstance(recorded.get("files"), dict):
+        return [f"{directory / MANIFEST}: not a plot manifest"]
+    wanted = {stem: p.digest() for stem, p in plots.items()}
+    if recorded["plots"] != wanted:
+        changed = sorted(set(wanted) ^ set(recorded["plots"]) | {s for s in wanted if recorded["plots"].get(s) != wanted[s]})
+        problems.append(f"plots with other data: {', '.join(changed)}")
+    same_version = recorded.get("matplotlib") == matplotlib.__version__
+    recorded_files = set(recorded["files"])
+    if recorded_files != set(rendered):
+        problems.append(f"plot files differ from the plots: {', '.join(sorted(recorded_files ^ set(rendered)))}")
+    for name, content in rendered.items():
+        path = directory / name
+        if not path.is_file():
+            problems.append(f"{path} is missing")
+            continue
+        actual = path.read_bytes()
+        if same_version and actual != content:
+            problems.append(f"{path} differs from a fresh drawing")
+        elif "sha256:" + hashlib.sha256(actual).hexdigest() != recorded["files"].get(name):
+            problems.append(f"{path} was changed after it was drawn")
+    return problems
+
+
+def _recorded_files(directory: Path) -> list[str]:
+    try:
+        files = json.loads((directory / MANIFEST).read_text(encoding="utf-8")).get("files", {})
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return []
+    return [name for name in files if isinstance(name, str)] if isinstance(files, dict) else []
+
+
+def drawn_with(directory: Path) -> str | None:
+    """The matplotlib version the manifest of ``directory`` records, if readable."""
+    try:
+        version = json.loads((directory / MANIFEST).read_text(encoding="utf-8")).get("matplotlib")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None

@@ -1,0 +1,126 @@
+"""Training: the examples a trainer consumes and the parts plugins register.
+
+Five kinds of parts, each registered like retrievers are (``harness list losses`` ...):
+
+- :class:`LossSpec` (``register_losses``): ``load(**options)`` returns a ``torch.nn.Module`` whose
+  ``forward(questions, passages, positive)`` takes the batch's question embeddings ``[B, d]``, the
+  passage embeddings ``[N, d]`` (every positive and hard negative of the batch, gathered over
+  devices) and ``positive`` (``[B]``, the row of each question's positive in ``passages``), and
+  returns a mapping of named scalar tensors with the total under ``"loss"`` (the other entries are
+  logged as the loss's parts). A loss may have parameters (a scoring head); they are trained with
+  the encoders and saved with the checkpoint.
+- :class:`SamplerSpec` (``register_samplers``): ``load(**options)`` returns a callable
+  ``(examples, batch_size, rng) -> list[list[int]]``: the epoch's batches as indices into
+  ``examples``.
+- :class:`MinerSpec` (``register_miners``): ``load(**options)`` returns a callable
+  ``(examples, corpus, context) -> list[TrainingExample]`` (``corpus`` a :class:`~harness.api.Corpus`,
+  ``context`` a :class:`~harness.api.RunContext`): the examples with hard negatives mined from
+  ``corpus``.
+- :class:`AugmentationSpec` (``register_augmentations``): ``load(**options)`` returns a callable
+  ``(text, rng) -> str`` applied to questions or passages at training time.
+- :class:`VariantSpec` (``register_variants``): a named :class:`Recipe` composing the above with the
+  encoder settings (shared or separate encoders, a question marker, a frozen side) and default
+  hyperparameters. ``harness train --variant NAME`` runs it.
+
+Specs are cheap metadata: nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.api.corpus import Passage
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainingExample:
+    """One training question with its answers, positive passages and negatives (DPR's
+    ``biencoder-*.json`` record: ``positive_ctxs``, ``hard_negative_ctxs``, ``negative_ctxs``).
+    ``label`` is an optional category (e.g. the EntityQuestions relation) samplers may group by."""
+
+    question: str
+    answers: tuple[str, ...]
+    positives: tuple[Passage, ...]
+    hard_negatives: tuple[Passage, ...] = ()
+    negatives: tuple[Passage, ...] = ()
+    label: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossSpec:
+    """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``."""
+
+    name: str
+    description: str
+    load: Callable[..., Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplerSpec:
+    """How an epoch's examples are cut into batches; ``load(**options)`` returns the sampler."""
+
+    name: str
+    description: str
+    load: Callable[..., Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MinerSpec:
+    """Where hard negatives come from; ``load(**options)`` returns the miner."""
+
+    name: str
+    description: str
+    load: Callable[..., Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AugmentationSpec:
+    """A change to input text at training time; ``load(**options)`` returns ``(text, rng) -> str``."""
+
+    name: str
+    description: str
+    load: Callable[..., Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: A part of a recipe: a registered name and its options.
+Part = tuple[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """What a training variant composes. Every name is a registered part."""
+
+    loss: Part = ("dpr", {})
+    sampler: Part = ("random", {})
+    #: Hard negatives per question taken from the training data (DPR: 1).
+    hard_negatives: int = 1
+    #: A miner that replaces the data's hard negatives, or None to use them as they are.
+    miner: Part | None = None
+    #: Augmentations of questions and of passages, applied in order.
+    question_augmentations: tuple[Part, ...] = ()
+    passage_augmentations: tuple[Part, ...] = ()
+    #: One encoder for both sides instead of a question and a passage encoder.
+    shared_encoder: bool = False
+    #: Text put before every question (a marker token telling the shared encoder the side).
+    question_marker: str | None = None
+    #: A side whose encoder stays as initialised (its parameters are not trained).
+    frozen: Literal["question", "passage"] | None = None
+    #: Default hyperparameters (learning rate, batch size, epochs, ...), overridable by the user.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantSpec:
+    """A named training recipe: ``harness train --variant NAME``. ``reference`` cites where the
+    variant comes from (paper and section)."""
+
+    name: str
+    description: str
+    recipe: Recipe
+    reference: str = ""

@@ -1,0 +1,57 @@
+"""``harness plot``: draw top-k curves, per-part bars, popularity buckets or a heatmap from results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.util.paths import default_results_dir
+
+
+@click.command("plot")
+@click.argument("kind", type=click.Choice(["topk", "parts", "buckets", "matrix"]))
+@click.argument("results", nargs=-1)
+@click.option("--suite", default=None, help="The suite whose results to draw (all of them when no RESULTS are named); required for names.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where results are read (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--k", "k", type=click.IntRange(1, 10_000), default=20, show_default=True, help="The cutoff of parts, buckets and matrix plots.")
+@click.option("--rows", default="retriever", show_default=True, help="matrix: what the rows are: retriever, suite or a parameter (dotted when nested).")
+@click.option("--columns", default="suite", show_default=True, help="matrix: what the columns are.")
+@click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write the images to.")
+@click.option("--format", "formats", type=click.Choice(["png", "svg"]), multiple=True, help="Image formats (default: png and svg).")
+def plot(kind, results, suite, results_dir, k, rows, columns, output_dir, formats):
+    """Draw KIND from RESULTS (result files, or retriever names with --suite), or from every result
+    of --suite (every result, for matrix).
+
+    \b
+    topk     top-k accuracy for k = 1 .. depth, one line per system
+    parts    top-k per part, grouped bars (e.g. EntityQuestions relations)
+    buckets  top-k per part in the suite's order, lines (popularity buckets, rare to frequent)
+    matrix   heatmap of top-k, e.g. --rows query_model --columns passage_model on one suite
+    """
+    from harness.analysis import plots
+    from harness.analysis.compare import find_result
+    from harness.errors import HarnessError
+    from harness.results.leaderboard import latest
+    from harness.results.schema import read_results
+
+    folder = results_dir or default_results_dir()
+    pool = read_results(folder) if (not results or suite) else []
+    if results:
+        chosen = [find_result(ref, suite=suite, results=pool) for ref in results]
+    else:
+        chosen = [r for r in latest(pool) if suite is None or r.suite == suite]
+        if kind != "matrix" and suite is None:
+            raise HarnessError("name the suite to draw with --suite (or name result files)")
+        if not chosen:
+            raise HarnessError(f"no results{' of suite ' + suite if suite else ''} in {folder}")
+    if kind == "topk":
+        figure = plots.topk_plot(chosen)
+    elif kind in ("parts", "buckets"):
+        figure = plots.parts_plot(chosen, k, kind=kind)
+    else:
+        figure = plots.matrix_plot(chosen, k, rows=rows, columns=columns)
+    stem = f"matrix-top{k}" if kind == "matrix" else f"{chosen[0].suite}-{kind}" + (f"-top{k}" if kind != "topk" else "")
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+    for path in plots.write_plot(figure, output_dir / stem, formats or plots.FORMATS):
+        click.echo(f"wrote {path}")

@@ -1,0 +1,90 @@
+"""Training: the DPR-family trainer (``harness train``), its parts and the seeds' variants.
+
+Registered like any third party's: losses (``dpr``, ``stopgrad``, ``flip``, ``multi-sim``,
+``late-interaction``), batch samplers (``random``, ``harder-batches``), the ``retriever``
+negative miner, the ``shuffle-words`` augmentation, the variants of :mod:`.variants`, and the
+``trained`` encoder is offered by the dense plugin. Registering imports nothing heavy: the parts'
+modules (torch) are imported when a part is built.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from harness import hookimpl
+from harness.api import AugmentationSpec, LossSpec, SamplerSpec
+
+from .variants import VARIANTS
+
+_LOSSES = {
+    "dpr": ("DPR's in-batch NLL: dot-product scores, each question's positive among every passage of the batch (000 §2.3)", {}),
+    "stopgrad": ("stop-gradient DPR loss: half through passages with questions detached, half the reverse (000 §5.1)", {}),
+    "flip": ("flipped objective: each positive passage picks its question among the batch's questions (000 §5.1)", {}),
+    "multi-sim": (
+        "DPR NLL + lambda_qq question-question + lambda_pp passage-passage in-batch NLL (004 ch. 5)",
+        {"lambda_qq": 0.1, "lambda_pp": 0.1, "pp_passages": "positives"},
+    ),
+    "late-interaction": (
+        "DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (004 ch. 4)",
+        {"lambda_late": 1.0, "dim": None, "init": "zeros"},
+    ),
+}
+
+_SAMPLERS = {
+    "random": ("DPR's batches: shuffled, cut into batch_size (duplicate positives kept apart)", {"drop_last": False, "unique_positives": True}),
+    "harder-batches": (
+        "harder in-batch negatives: batches of one label (e.g. the relation) or one k-means cluster (004 ch. 6)",
+        {"by": "auto", "clusters": None, "vectors": None, "embed": None, "normalize": True, "seed": 0,
+         "backend": "auto", "drop_last": False, "unique_positives": True},
+    ),
+}
+
+_AUGMENTATIONS = {
+    "shuffle-words": ("the text's words in random order (000 §4.1)", {"probability": 1.0}),
+}
+
+
+def _build(module: str, function: str, name: str, **options):
+    import importlib
+
+    return getattr(importlib.import_module(f"harness_builtins.training.{module}"), function)(name, **options)
+
+
+@hookimpl
+def register_losses(register):
+    for name, (description, options) in _LOSSES.items():
+        register(LossSpec(name=name, description=description, load=functools.partial(_build, "losses", "build_loss", name), options=options))
+
+
+@hookimpl
+def register_samplers(register):
+    for name, (description, options) in _SAMPLERS.items():
+        register(SamplerSpec(name=name, description=description, load=functools.partial(_build, "samplers", "build_sampler", name), options=options))
+
+
+@hookimpl
+def register_augmentations(register):
+    for name, (description, options) in _AUGMENTATIONS.items():
+        register(AugmentationSpec(
+            name=name, description=description, load=functools.partial(_build, "augmentations", "build_augmentation", name), options=options,
+        ))
+
+
+@hookimpl
+def register_miners(register):
+    from harness_builtins.training.mining import SPEC
+
+    register(SPEC)
+
+
+@hookimpl
+def register_variants(register):
+    for variant in VARIANTS:
+        register(variant)
+
+
+@hookimpl
+def register_commands(cli):
+    from harness_builtins.training.commands import train_command
+
+    cli.add_command(train_command)

@@ -1,0 +1,67 @@
+"""Training-time text augmentations (``harness list augmentations``).
+
+An augmentation is built with its options and called as ``augment(text, rng)`` with ``rng`` a
+``random.Random``; the same text and rng state give the same output. :data:`AUGMENTATIONS` lists
+them for registration.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class ShuffleWords:
+    """Sequence shuffling, 000 §4.1 ("Removing Positional Biases"): "we split each sequence by
+    spaces and randomly order the words" (shuffleQ on questions, shuffleP on passages).
+
+    Words are the whitespace-separated pieces of ``text`` (``str.split()``); punctuation stays
+    attached to its word ("Paris?" is one word); the words are put in a random order
+    (``rng.shuffle``) and joined by single spaces, so runs of whitespace and newlines become one
+    space and leading or trailing whitespace is dropped. The seed applies it to every training
+    sequence; ``probability`` (default 1.0, the seed's setting) shuffles a text only with that
+    chance (one ``rng.random()`` draw per text when below 1). A text is shuffled afresh each time
+    it is drawn, i.e. every epoch. Which parts of a passage (title, text) are shuffled is up to
+    the caller, which passes the string.
+    """
+
+    def __init__(self, *, probability: float = 1.0) -> None:
+        try:
+            value = float(probability)
+        except (TypeError, ValueError):
+            raise ValueError(f"probability must be a number in [0, 1], got {probability!r}") from None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"probability must be in [0, 1], got {probability!r}")
+        self.probability = value
+
+    def __repr__(self) -> str:
+        return f"ShuffleWords(probability={self.probability})"
+
+    def __call__(self, text: str, rng: random.Random) -> str:
+        if self.probability < 1.0 and rng.random() >= self.probability:
+            return text
+        words = text.split()
+        rng.shuffle(words)
+        return " ".join(words)
+
+
+#: name -> (one-line description, build callable, options with their defaults).
+AUGMENTATIONS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
+    "shuffle-words": (
+        "put the whitespace-separated words in a random order (000 §4.1 shuffleQ / shuffleP)",
+        ShuffleWords,
+        {"probability": 1.0},
+    ),
+}
+
+
+def build_augmentation(name: str, **options: Any) -> Callable[[str, random.Random], str]:
+    """Build the augmentation registered under ``name`` with ``options`` over its defaults."""
+    if name not in AUGMENTATIONS:
+        raise ValueError(f"unknown augmentation {name!r}; known: {', '.join(AUGMENTATIONS)}")
+    _, build, defaults = AUGMENTATIONS[name]
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown option(s) for augmentation {name!r}: {', '.join(sorted(unknown))}")
+    return build(**{**defaults, **options})

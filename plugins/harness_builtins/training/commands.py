@@ -1,0 +1,78 @@
+"""``harness train``: a thin command over :func:`harness_builtins.training.trainer.train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.common import no_progress_option, parse_options
+
+
+def _data(values: tuple[str, ...]) -> list[tuple[str, float]]:
+    """``FILE`` or ``FILE:WEIGHT`` (a Windows-safe split: the weight is after the last colon and
+    must be a number)."""
+    from harness.errors import HarnessError
+
+    out = []
+    for value in values:
+        path, sep, weight = value.rpartition(":")
+        if sep and path and _is_number(weight):
+            out.append((path, float(weight)))
+        elif sep and path and not Path(value).exists() and not weight.startswith(("\\", "/")):
+            raise HarnessError(f"--data {value}: the weight after ':' must be a number")
+        else:
+            out.append((value, 1.0))
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@click.command("train")
+@click.option("--variant", required=True, help="A training variant (harness list variants).")
+@click.option("--data", "data", multiple=True, required=True, help="Training data: a DPR training JSON (or .json.gz, .jsonl) or a suite name (its questions with BM25-mined positives and negatives); FILE:WEIGHT to mix several.")
+@click.option("--model", required=True, help="Initial model: a hub id or a local directory (sentence-transformers or transformers).")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True, help="The checkpoint directory to write.")
+@click.option("--epochs", type=float, default=None, help="Passes over the data (default 1).")
+@click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
+@click.option("--batch-size", type=int, default=None, help="Questions per device and step (default 16; DPR used 128 over 8 GPUs).")
+@click.option("--lr", "learning_rate", type=float, default=None, help="Peak learning rate (default 2e-5).")
+@click.option("--warmup-ratio", type=float, default=None, help="Share of steps of linear warm-up (default 0).")
+@click.option("--weight-decay", type=float, default=None, help="AdamW weight decay (default 0).")
+@click.option("--seed", type=int, default=None, help="Seed of initialisation, batches and augmentations (default 42).")
+@click.option("--hard-negatives", type=int, default=None, help="Hard negatives per question (default: the variant's, 1 for DPR).")
+@click.option("--max-question-length", type=int, default=None, help="Question tokens (default 64).")
+@click.option("--max-passage-length", type=int, default=None, help="Passage tokens (default 256).")
+@click.option("--format", "format", type=click.Choice(["title_text", "text"]), default=None, help="Passage input: title + text (default) or text only.")
+@click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a transformers model (default cls, as DPR).")
+@click.option("--mixture", type=click.Choice(["proportional", "round_robin"]), default=None, help="How several --data files are mixed (default proportional).")
+@click.option("--save-steps", type=int, default=None, help="Checkpoint every N steps (default 500).")
+@click.option("--logging-steps", type=int, default=None, help="Log every N steps (default 10).")
+@click.option("--gradient-accumulation", type=int, default=None, help="Steps accumulated per update (default 1).")
+@click.option("--question-marker", default=None, help="Text put before every question (e.g. '[Q] '), as the variant's marker token.")
+@click.option("-L", "--loss-option", "loss_options", multiple=True, help="KEY=VALUE option of the variant's loss (e.g. -L lambda_qq=0.1).")
+@click.option("-S", "--sampler-option", "sampler_options", multiple=True, help="KEY=VALUE option of the variant's batch sampler.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint in --output.")
+@no_progress_option
+def train_command(variant, data, model, output, loss_options, sampler_options, resume, no_progress=False, **given):
+    """Train a dual encoder with a variant's recipe and write a checkpoint directory.
+
+    The checkpoint loads as a retriever (harness run --retriever trained -o path=OUTPUT), in
+    sentence-transformers (SentenceTransformer("OUTPUT/model")), and records its recipe.
+    """
+    from harness_builtins.training.trainer import resolve_settings, train
+
+    settings = resolve_settings(
+        variant=variant, data=_data(data), model=model, output=output, resume=resume,
+        progress=not no_progress, loss_options=parse_options(loss_options, "--loss-option"),
+        sampler_options=parse_options(sampler_options, "--sampler-option"),
+        given={k: v for k, v in given.items() if v is not None},
+    )
+    path = train(settings)
+    click.echo(f"wrote {path} (variant {variant}; load it with: harness run --retriever trained -o path={path})")

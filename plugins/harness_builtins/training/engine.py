@@ -1,0 +1,218 @@
+"""The trainer: a variant's recipe run by sentence-transformers' ``SentenceTransformerTrainer``.
+
+Why that trainer (and not a loop of our own): it brings what users of DPR's, Tevatron's and
+sentence-transformers' trainers ask for, maintained upstream: resumable checkpoints (model,
+optimizer, scheduler, RNG states), bf16, gradient accumulation, DDP and FSDP through
+``torchrun`` / ``accelerate launch``, multi-dataset batching, TensorBoard logging, and asymmetric
+question / passage encoders through ``Router``. The harness adds what DPR's recipe needs on top:
+
+- **the loss on embeddings** (:class:`EmbeddingLoss`): every question and passage of the batch is
+  encoded, the embeddings are gathered over devices *with* gradient (so every device's examples are
+  negatives for every question, and the gradient equals one process with the global batch), and the
+  variant's loss (a registered ``LossSpec``) sees ``questions [B, d]``, ``passages [N, d]`` (the B
+  positives first, then each hard-negative column) and ``positive = arange(B)``;
+- **batches** from the variant's sampler, reproducible per (seed, epoch), so a resumed run sees the
+  batches an uninterrupted one would;
+- **augmentations** applied when an example is read, seeded by (seed, epoch, example);
+- **frozen sides**: the frozen route's parameters get ``requires_grad = False`` (bit-identical
+  after training);
+- **the record** of everything that made the checkpoint (``harness_training.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.api import Recipe, TrainingExample
+from harness.errors import HarnessError
+
+#: Dataset column names; the loss reads them in this order.
+QUESTION, POSITIVE = "question", "positive"
+
+
+def negative_column(i: int) -> str:
+    return f"negative_{i + 1}"
+
+
+def passage_text(title: str, text: str, format: str) -> str:
+    """A passage as the encoder reads it: ``title_text`` is ``title + " " + text`` (the BEIR /
+    sentence-transformers convention the harness's ``st`` retriever uses), ``text`` the text alone."""
+    if format == "title_text":
+        return f"{title} {text}" if title else text
+    if format == "text":
+        return text
+    raise HarnessError(f"passage format must be title_text or text, got {format!r}")
+
+
+@dataclass
+class TrainSettings:
+    """Everything ``harness train`` takes besides the variant's recipe."""
+
+    variant: str
+    data: list[tuple[Path, float]]
+    model: str
+    output: Path
+    learning_rate: float = 2e-5
+    batch_size: int = 16
+    epochs: float = 1.0
+    max_steps: int = -1
+    warmup_ratio: float = 0.0
+    weight_decay: float = 0.0
+    seed: int = 42
+    hard_negatives: int | None = None
+    max_question_length: int = 64
+    max_passage_length: int = 256
+    format: str = "title_text"
+    pooling: str = "cls"
+    mixture: str = "proportional"
+    save_steps: int = 500
+    logging_steps: int = 10
+    gradient_accumulation: int = 1
+    question_marker: str | None = None
+    resume: bool = False
+    progress: bool = True
+    loss_options: dict[str, Any] = field(default_factory=dict)
+    sampler_options: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        def positive(name: str, value: float) -> None:
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise HarnessError(f"--{name.replace('_', '-')} must be a positive number, got {value!r}")
+
+        for name in ("learning_rate", "batch_size", "epochs", "max_question_length", "max_passage_length",
+                     "save_steps", "logging_steps", "gradient_accumulation"):
+            positive(name, getattr(self, name))
+        for name in ("warmup_ratio", "weight_decay"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= (1 if name == "warmup_ratio" else 10)):
+                raise HarnessError(f"--{name.replace('_', '-')} out of range: {value!r}")
+        if self.hard_negatives is not None and self.hard_negatives < 0:
+            raise HarnessError(f"--hard-negatives must be 0 or more, got {self.hard_negatives}")
+        if self.mixture not in ("proportional", "round_robin"):
+            raise HarnessError(f"--mixture must be proportional or round_robin, got {self.mixture!r}")
+        if self.pooling not in ("cls", "mean"):
+            raise HarnessError(f"--pooling must be cls or mean, got {self.pooling!r}")
+        passage_text("", "", self.format)
+        if not self.data:
+            raise HarnessError("no training data: give --data FILE (a DPR training JSON, or several with weights)")
+        for path, weight in self.data:
+            positive("data weight", weight)
+
+
+def file_fingerprint(path: Path) -> str:
+    """sha256 of a training file's bytes (recorded with the checkpoint)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def mixture(datasets: Sequence[list[TrainingExample]], weights: Sequence[float], seed: int) -> list[list[TrainingExample]]:
+    """Each dataset resized to ``weight x its size`` examples: whole copies, then a seeded sample of
+    the remainder (weight 1 keeps it as it is; 0.5 keeps a seeded half; 2 repeats it twice)."""
+    out = []
+    for i, (examples, weight) in enumerate(zip(datasets, weights)):
+        target = round(weight * len(examples))
+        whole, rest = divmod(target, len(examples)) if examples else (0, 0)
+        rng = random.Random(f"{seed}:mixture:{i}")
+        out.append(list(examples) * whole + rng.sample(list(examples), rest))
+    return out
+
+
+class AugmentingColumns:
+    """The dataset's text columns, with the variant's augmentations applied as examples are read.
+
+    An example read in epoch ``e`` is augmented with ``random.Random(f"{seed}:{e}:{index}")``: the
+    same text for the same (seed, epoch, example), however batches are formed or resumed.
+    """
+
+    def __init__(self, question_augmentations: Sequence[Callable], passage_augmentations: Sequence[Callable], seed: int):
+        self.question_augmentations = list(question_augmentations)
+        self.passage_augmentations = list(passage_augmentations)
+        self.seed = seed
+        self.epoch = 0
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        out = {}
+        indices = batch["index"]
+        for column, values in batch.items():
+            if column == "index":
+                continue
+            chain = self.question_augmentations if column == QUESTION else self.passage_augmentations
+            if not chain:
+                out[column] = values
+                continue
+            texts = []
+            for index, text in zip(indices, values):
+                rng = random.Random(f"{self.seed}:{self.epoch}:{index}:{column}")
+                for augment in chain:
+                    text = augment(text, rng)
+                texts.append(text)
+            out[column] = texts
+        return out
+
+
+def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format: str) -> dict[str, list]:
+    """The dataset columns: question, positive (the first positive), ``negative_1..h`` (the first
+    ``h`` hard negatives) and ``index``. Examples without a positive, or with fewer than ``h`` hard
+    negatives, are left out (DPR drops them too) and counted by the caller."""
+    data: dict[str, list] = {QUESTION: [], POSITIVE: [], "index": []}
+    for i in range(hard_negatives):
+        data[negative_column(i)] = []
+    for example in examples:
+        if not example.positives or len(example.hard_negatives) < hard_negatives:
+            continue
+        data["index"].append(len(data["index"]))
+        data[QUESTION].append(example.question)
+        p = example.positives[0]
+        data[POSITIVE].append(passage_text(p.title, p.text, format))
+        for i in range(hard_negatives):
+            n = example.hard_negatives[i]
+            data[negative_column(i)].append(passage_text(n.title, n.text, format))
+    return data
+
+
+def settings_record(settings: TrainSettings) -> dict[str, Any]:
+    record = asdict(settings)
+    record["data"] = [{"path": str(p), "weight": w} for p, w in settings.data]
+    record["output"] = str(settings.output)
+    return record
+
+
+def recipe_record(recipe: Recipe) -> dict[str, Any]:
+    def part(p):
+        return None if p is None else {"name": p[0], "options": dict(p[1])}
+
+    return {
+        "loss": part(recipe.loss),
+        "sampler": part(recipe.sampler),
+        "miner": part(recipe.miner),
+        "hard_negatives": recipe.hard_negatives,
+        "question_augmentations": [part(p) for p in recipe.question_augmentations],
+        "passage_augmentations": [part(p) for p in recipe.passage_augmentations],
+        "shared_encoder": recipe.shared_encoder,
+        "question_marker": recipe.question_marker,
+        "frozen": recipe.frozen,
+        "defaults": dict(recipe.defaults),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def elapsed(since: float) -> float:
+    return round(time.monotonic() - since, 3)
+
+
+def describe(mapping: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in mapping.items())

@@ -1,0 +1,310 @@
+"""Training losses of the DPR family (``harness list losses``).
+
+Every loss is a ``torch.nn.Module`` whose ``forward(questions, passages, positive)`` takes
+
+- ``questions``: ``[B, d]``, the batch's question embeddings;
+- ``passages``: ``[N, d]``, every positive and hard negative of the (global) batch;
+- ``positive``: ``[B]`` integer tensor, the row in ``passages`` of question i's positive;
+
+and returns a dict of scalar tensors: the total under ``"loss"``, its parts under other names
+(logged by the trainer). Scores are plain dot products ``S = Q P^T`` (scale 1, no temperature, no
+normalisation) as in DPR; every NLL is averaged over its anchors (``F.cross_entropy``'s mean).
+
+Sources: seed 000 (Sciavolino thesis) §2.3 (DPR loss, eq. 2.8) and §5.1 (stop-gradient, flipped
+objective); seed 004 (Hoang thesis) §2.2.1 (Definition 2.5), ch. 4 (late interaction), ch. 5
+(multi-similarity). :data:`LOSSES` lists the losses for registration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+
+
+def _check_batch(questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
+    """Shape checks only (no device sync): bad shapes raise ``ValueError``. Returns ``positive``
+    as int64 on the questions' device."""
+    if questions.dim() != 2 or passages.dim() != 2:
+        raise ValueError(
+            f"questions and passages must be 2-D, got {tuple(questions.shape)} and {tuple(passages.shape)}"
+        )
+    if questions.shape[1] != passages.shape[1]:
+        raise ValueError(f"embedding sizes differ: questions {questions.shape[1]}, passages {passages.shape[1]}")
+    if questions.shape[0] == 0 or passages.shape[0] == 0:
+        raise ValueError("a loss needs at least one question and one passage")
+    if positive.dim() != 1 or positive.shape[0] != questions.shape[0]:
+        raise ValueError(f"positive must have shape [{questions.shape[0]}], got {tuple(positive.shape)}")
+    if positive.dtype.is_floating_point or positive.dtype == torch.bool:
+        raise ValueError(f"positive must be an integer tensor, got {positive.dtype}")
+    return positive.to(device=questions.device, dtype=torch.long)
+
+
+def _weight(name: str, value: Any) -> float:
+    """A non-negative finite float option."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not number >= 0.0 or number == float("inf"):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def nll(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of ``-log softmax(scores[i])[target[i]]`` (Definition 2.5 of 004 §2.2.1)."""
+    return F.cross_entropy(scores, target)
+
+
+class DPRLoss(nn.Module):
+    """DPR's in-batch negative log-likelihood (000 §2.3 eq. 2.8; 004 §2.2.1 Definition 2.5, eq. 2.8).
+
+    ``S = Q P^T`` (``[B, N]``, dot product) and
+
+        L = 1/B * sum_i -log( exp(S[i, pos_i]) / sum_{j=1..N} exp(S[i, j]) )
+
+    i.e. each question's positive against every passage of the batch: the other questions'
+    positives (in-batch negatives) and every hard negative. Equal to
+    ``F.cross_entropy(Q @ P.T, positive)``. Parts: ``{"loss", "nll"}``.
+    """
+
+    def forward(self, questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> dict[str, torch.Tensor]:
+        positive = _check_batch(questions, passages, positive)
+        loss = nll(questions @ passages.T, positive)
+        return {"loss": loss, "nll": loss.detach()}
+
+
+class StopGradientLoss(nn.Module):
+    """The stop-gradient loss of 000 §5.1 (eq. 5.1, after Chen and He 2020):
+
+        L_stopG = 1/2 * L(q_d . p) + 1/2 * L(q . p_d)
+
+    where ``L`` is DPR's in-batch NLL (:class:`DPRLoss`) over the scores written in the
+    brackets and ``_d`` marks a tensor detached from the graph. The first half trains the passage
+    side only (questions detached), the second the question side only (passages detached). The
+    value equals DPR's loss; each side gets half of DPR's gradient (so every encoder parameter,
+    shared or not, gets exactly half of DPR's gradient). Parts: ``{"loss",
+    "passage_side", "question_side"}`` (the two halves before the 1/2 weights).
+    """
+
+    def forward(self, questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> dict[str, torch.Tensor]:
+        positive = _check_batch(questions, passages, positive)
+        passage_side = nll(questions.detach() @ passages.T, positive)
+        question_side = nll(questions @ passages.detach().T, positive)
+        loss = 0.5 * passage_side + 0.5 * question_side
+        return {"loss": loss, "passage_side": passage_side.detach(), "question_side": question_side.detach()}
+
+
+class FlippedLoss(nn.Module):
+    """The flipped objective of 000 §5.1 ("Flipped Training"): positive and negative *questions*
+    for a given *passage*, replacing (not added to) the question-side objective.
+
+    For each question i its positive passage ``p_i = P[pos_i]`` is the anchor; its positive is
+    question i and its negatives are the batch's other questions:
+
+        L_flip = 1/B * sum_i -log( exp(q_i . p_i) / sum_{k=1..B} exp(q_k . p_i) )
+
+    i.e. ``F.cross_entropy((Q P[pos]^T)^T, arange(B))``: the softmax runs over the columns of
+    DPR's score matrix restricted to the positives. Hard negatives have no question, so they are
+    not anchors and do not enter the loss (the seed trains flip without hard negatives). Two
+    questions sharing one positive row make that passage an anchor twice with different targets.
+    Parts: ``{"loss", "flip"}``.
+    """
+
+    def forward(self, questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> dict[str, torch.Tensor]:
+        positive = _check_batch(questions, passages, positive)
+        anchors = passages[positive]
+        scores = anchors @ questions.T
+        target = torch.arange(questions.shape[0], device=questions.device)
+        loss = nll(scores, target)
+        return {"loss": loss, "flip": loss.detach()}
+
+
+class MultiSimilarityLoss(nn.Module):
+    """The multi-similarity loss of 004 ch. 5 (§5.1, eqs. 5.2-5.7):
+
+        L = mean_i L_i^qp + lambda_qq * mean_i L_i^qq + lambda_pp * mean_i L_i^pp
+
+        L_i^qp = DPR's NLL of p_i^+ for q_i among all passages of the batch (eq. 5.2)
+        L_i^qq = -log( exp(q_i . q_i) / sum_{j=1..B} exp(q_i . q_j) )              (eq. 5.5)
+        L_i^pp = -log( exp(p_i . p_i) / sum_{j=1..B} exp(p_i . p_j) )              (eq. 5.6)
+
+    The "in-batch positive" of a question (passage) is itself; its negatives are the other
+    questions (passages) of the batch. As eq. 5.6 indexes them, the ``p_i`` are the B positive
+    passages (``P[positive]``); ``pp_passages="all"`` instead takes every passage of the batch,
+    hard negatives included, as anchors over all N passages (what the thesis author's code,
+    hnt4499/DPR ``BiEncoderMultiSimilarityNllLoss``, computes). Eq. 5.7 sums over i; this averages
+    every term over its anchors (eq. 5.7 / B with the default), which keeps lambda's meaning and
+    DPR's scale. Defaults ``lambda_qq = lambda_pp = 0.1``: Table 5.1's setting with the best
+    top-100, the metric §5.2 calls the one of interest (0.5 and 0.7 were also run).
+    Parts: ``{"loss", "qp", "qq", "pp"}`` (unweighted).
+    """
+
+    def __init__(self, *, lambda_qq: float = 0.1, lambda_pp: float = 0.1, pp_passages: str = "positives") -> None:
+        super().__init__()
+        self.lambda_qq = _weight("lambda_qq", lambda_qq)
+        self.lambda_pp = _weight("lambda_pp", lambda_pp)
+        if pp_passages not in ("positives", "all"):
+            raise ValueError(f"pp_passages must be 'positives' or 'all', got {pp_passages!r}")
+        self.pp_passages = pp_passages
+
+    def extra_repr(self) -> str:
+        return f"lambda_qq={self.lambda_qq}, lambda_pp={self.lambda_pp}, pp_passages={self.pp_passages!r}"
+
+    def forward(self, questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> dict[str, torch.Tensor]:
+        positive = _check_batch(questions, passages, positive)
+        qp = nll(questions @ passages.T, positive)
+        own = torch.arange(questions.shape[0], device=questions.device)
+        qq = nll(questions @ questions.T, own)
+        anchors = passages[positive] if self.pp_passages == "positives" else passages
+        pp = nll(anchors @ anchors.T, torch.arange(anchors.shape[0], device=anchors.device))
+        loss = qp + self.lambda_qq * qq + self.lambda_pp * pp
+        return {"loss": loss, "qp": qp.detach(), "qq": qq.detach(), "pp": pp.detach()}
+
+
+def late_interaction_scores(m: torch.Tensor, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``sim_L(q, p) = m^T [q; p; q * p; q - p]`` (004 §4.1, eqs. 4.1-4.2) for every pair.
+
+    ``m``: ``[4d]``, the head's weights in the order of the concatenation; ``q``: ``[B, d]`` or
+    ``[d]``; ``p``: ``[N, d]`` or ``[d]``. Returns ``[B, N]`` (a 1-D input drops its axis). The
+    ``[B, N, 4d]`` concatenation is never built: with ``m = [m_q; m_p; m_h; m_s]``,
+
+        sim_L(q, p) = q . (m_q + m_s) + p . (m_p - m_s) + sum_k q_k m_h,k p_k
+
+    Computed in float32 (or the inputs' wider dtype) so a float32 head can score bf16 embeddings.
+    """
+    if m.dim() != 1:
+        raise ValueError(f"m must be 1-D, got shape {tuple(m.shape)}")
+    q_axis, p_axis = q.dim() == 1, p.dim() == 1
+    q2 = q.unsqueeze(0) if q_axis else q
+    p2 = p.unsqueeze(0) if p_axis else p
+    if q2.dim() != 2 or p2.dim() != 2:
+        raise ValueError(f"q and p must be 1-D or 2-D, got {tuple(q.shape)} and {tuple(p.shape)}")
+    d = q2.shape[1]
+    if p2.shape[1] != d or m.shape[0] != 4 * d:
+        raise ValueError(f"shapes disagree: m {tuple(m.shape)}, q {tuple(q.shape)}, p {tuple(p.shape)}")
+    dtype = torch.promote_types(torch.promote_types(m.dtype, q2.dtype), torch.promote_types(p2.dtype, torch.float32))
+    m, q2, p2 = m.to(dtype), q2.to(dtype), p2.to(dtype)
+    m_q, m_p, m_h, m_s = m[:d], m[d : 2 * d], m[2 * d : 3 * d], m[3 * d :]
+    scores = (q2 @ (m_q + m_s)).unsqueeze(1) + (p2 @ (m_p - m_s)).unsqueeze(0) + (q2 * m_h) @ p2.T
+    if q_axis:
+        scores = scores.squeeze(0)
+    if p_axis:
+        scores = scores.squeeze(-1)
+    return scores
+
+
+class LateInteractionLoss(LazyModuleMixin, nn.Module):
+    """DPR's loss plus the late-interaction head's loss, 004 ch. 4 (§4.1, eqs. 4.1-4.4):
+
+        sim_L(q, p) = m_L^T [q; p; q * p; q - p],   m_L in R^{4d}          (eqs. 4.1, 4.2)
+        L = L_dpr(S) + lambda_late * L_dpr(S_L)                           (eqs. 4.3, 4.4)
+
+    with ``S = Q P^T`` and ``S_L[i, j] = sim_L(q_i, p_j)`` over every question/passage pair of the
+    batch, both NLLs as :class:`DPRLoss` (positive among all N passages, mean over questions).
+    ``lambda_late`` (the seed's lambda) defaults to 1.0 (§4.2: {n, lambda} = {200, 1.0}; n is
+    the re-ranking depth at test time, not a training option). The head is the parameter ``m``
+    (no bias: a constant shifts every score alike). The seed gives no initialisation:
+    ``init="zeros"`` (default, S_L = 0 at the start, deterministic) or ``"uniform"``
+    (U(-1/sqrt(4d), 1/sqrt(4d)), ``nn.Linear``'s default, as in the thesis author's code). The
+    ``q . (m_q + m_s)`` term is constant along a question's row, so the NLL gives ``m_q`` no
+    gradient (``m_s`` learns only through the ``p`` term).
+
+    ``dim`` (d, the embedding size): given, ``m`` is created at once; left ``None``, ``m`` is a
+    lazy parameter materialised by the first forward or by ``load_state_dict`` (its shape comes
+    from the checkpoint), so a checkpoint saves and reloads either way; with ``dim=None`` build
+    the optimizer after a first forward (the usual rule for lazy modules). Parts:
+    ``{"loss", "dpr", "late"}``. Re-rankers score with :func:`late_interaction_scores` and
+    ``loss.m``.
+    """
+
+    cls_to_become = None
+
+    def __init__(self, *, lambda_late: float = 1.0, dim: int | None = None, init: str = "zeros") -> None:
+        super().__init__()
+        self.lambda_late = _weight("lambda_late", lambda_late)
+        if init not in ("zeros", "uniform"):
+            raise ValueError(f"init must be 'zeros' or 'uniform', got {init!r}")
+        self.init = init
+        if dim is None:
+            self.m = nn.UninitializedParameter()
+        else:
+            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"dim must be a positive integer or None, got {dim!r}")
+            self.m = nn.Parameter(torch.empty(4 * dim))
+            self._init_head()
+
+    def _init_head(self) -> None:
+        with torch.no_grad():
+            if self.init == "zeros":
+                self.m.zero_()
+            else:
+                bound = 1.0 / float(self.m.shape[0]) ** 0.5
+                self.m.uniform_(-bound, bound)
+
+    def initialize_parameters(self, questions: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Materialise ``m`` as ``[4d]`` on the questions' device, in the module's dtype (lazy path)."""
+        if self.has_uninitialized_params():
+            if questions.dim() != 2:
+                raise ValueError(f"questions must be 2-D, got {tuple(questions.shape)}")
+            with torch.no_grad():
+                self.m.materialize((4 * questions.shape[1],), device=questions.device)
+                self._init_head()
+
+    def extra_repr(self) -> str:
+        dim = "lazy" if isinstance(self.m, nn.UninitializedParameter) else self.m.shape[0] // 4
+        return f"lambda_late={self.lambda_late}, dim={dim}, init={self.init!r}"
+
+    def forward(self, questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> dict[str, torch.Tensor]:
+        positive = _check_batch(questions, passages, positive)
+        if self.m.shape[0] != 4 * questions.shape[1]:
+            raise ValueError(f"head size {self.m.shape[0]} is not 4 x embedding size {questions.shape[1]}")
+        dpr = nll(questions @ passages.T, positive)
+        late = nll(late_interaction_scores(self.m, questions, passages), positive)
+        loss = dpr + self.lambda_late * late
+        return {"loss": loss, "dpr": dpr.detach(), "late": late.detach()}
+
+
+#: name -> (one-line description, build callable, options with their defaults).
+LOSSES: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
+    "dpr": (
+        "DPR's in-batch NLL: dot-product scores, each question's positive among all batch passages (000 §2.3)",
+        DPRLoss,
+        {},
+    ),
+    "stopgrad": (
+        "stop-gradient DPR loss: half through passages with questions detached, half the reverse (000 §5.1)",
+        StopGradientLoss,
+        {},
+    ),
+    "flip": (
+        "flipped objective: each positive passage picks its question among the batch's questions (000 §5.1)",
+        FlippedLoss,
+        {},
+    ),
+    "multi-sim": (
+        "DPR NLL + lambda_qq question-question + lambda_pp passage-passage in-batch NLL (004 ch. 5)",
+        MultiSimilarityLoss,
+        {"lambda_qq": 0.1, "lambda_pp": 0.1, "pp_passages": "positives"},
+    ),
+    "late-interaction": (
+        "DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (004 ch. 4)",
+        LateInteractionLoss,
+        {"lambda_late": 1.0, "dim": None, "init": "zeros"},
+    ),
+}
+
+
+def build_loss(name: str, **options: Any) -> nn.Module:
+    """Build the loss registered under ``name`` with ``options`` over its defaults."""
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; known: {', '.join(LOSSES)}")
+    _, build, defaults = LOSSES[name]
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown option(s) for loss {name!r}: {', '.join(sorted(unknown))}")
+    return build(**{**defaults, **options})

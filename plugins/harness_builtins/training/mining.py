@@ -1,0 +1,110 @@
+"""The ``retriever`` miner: hard negatives retrieved from the training corpus by any named retriever.
+
+``RetrieverMiner(retriever="bm25")`` is DPR's BM25 negatives; with a dense retriever and its
+checkpoint (``RetrieverMiner("dense", {"model": DIR})``) it is ANCE-style dense negatives. For each
+example it retrieves the question's top ``depth`` passages and replaces the example's hard
+negatives with the ``negatives`` best-ranked ones that contain no answer in title or text and are
+not one of the example's positives: the answer-aware rule of
+:func:`harness.data.training.hard_negatives`, shared with ``harness data make-training``. Positives
+and random negatives are kept as they are. An example for which fewer passages qualify gets fewer
+hard negatives (possibly none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from harness import registry
+from harness.api import MATCH_MODES, Corpus, MinerSpec, Question, RunContext, TrainingExample
+from harness.data.training import AnswerCheck, hard_negatives
+from harness.errors import HarnessError
+from harness.evaluate import retrieve
+
+#: The options of the ``retriever`` miner, with their defaults.
+OPTIONS: dict[str, Any] = {"retriever": "bm25", "options": None, "negatives": 1, "depth": 100, "match": "string"}
+
+
+class RetrieverMiner:
+    """The miner contract ``(examples, corpus, context) -> list[TrainingExample]`` over a named
+    retriever (loaded through the registry, with ``options``, at each call: a checkpoint folder
+    rewritten between calls is read afresh). ``match`` is how answers are matched (``regex`` for
+    CuratedTREC-style answer patterns)."""
+
+    def __init__(
+        self,
+        retriever: str = "bm25",
+        options: Mapping[str, Any] | None = None,
+        negatives: int = 1,
+        depth: int = 100,
+        match: str = "string",
+    ):
+        if not isinstance(retriever, str) or not retriever:
+            raise ValueError(f"retriever must be a retriever name, got {retriever!r}")
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"options must be a mapping of retriever options, got {type(options).__name__}")
+        if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 0:
+            raise ValueError(f"negatives must be an integer >= 0, got {negatives!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        if negatives > depth:
+            raise ValueError(f"negatives ({negatives}) cannot exceed depth ({depth})")
+        if match not in MATCH_MODES:
+            raise ValueError(f"match must be one of {MATCH_MODES}, got {match!r}")
+        self.retriever = retriever
+        self.options = dict(options or {})
+        self.negatives = negatives
+        self.depth = depth
+        self.match = match
+        registry.resolve("retrievers", retriever, self.options)  # a wrong name or option fails now
+
+    def parameters(self) -> dict[str, Any]:
+        """The settings, for logs and checkpoints' training records."""
+        return {"retriever": self.retriever, "options": dict(self.options), "negatives": self.negatives,
+                "depth": self.depth, "match": self.match}
+
+    def __call__(self, examples: Sequence[TrainingExample], corpus: Corpus, context: RunContext) -> list[TrainingExample]:
+        examples = list(examples)
+        if not examples:
+            return []
+        model = registry.load("retrievers", self.retriever, self.options).value
+        model.index(corpus, context)
+        questions = [
+            Question(id=str(i), text=example.question, answers=tuple(example.answers))
+            for i, example in enumerate(examples)
+        ]
+        rankings = retrieve(model, questions, self.depth, context, name=self.retriever, corpus=corpus)
+        out = []
+        for example, ranking in zip(examples, rankings):
+            passages = (_get(corpus, hit.passage_id, self.retriever) for hit in ranking)
+            mined = hard_negatives(
+                passages, AnswerCheck(example.answers, match=self.match), count=self.negatives,
+                exclude=example.positives,
+            )
+            out.append(replace(example, hard_negatives=mined))
+        return out
+
+
+def _get(corpus: Corpus, passage_id: str, retriever: str):
+    try:
+        return corpus.get(passage_id)
+    except KeyError:
+        raise HarnessError(f"retriever {retriever!r} returned passage {passage_id!r}, not in corpus {corpus.name!r}") from None
+
+
+def load(**options: Any) -> RetrieverMiner:
+    """The ``retriever`` miner's ``load``: ``registry.load("miners", "retriever", options)``."""
+    return RetrieverMiner(**options)
+
+
+SPEC = MinerSpec(
+    name="retriever",
+    description=(
+        "hard negatives retrieved by a named retriever (bm25: DPR's; dense with -o model=DIR: "
+        "dense negatives), answer-aware: no passage with an answer in title or text, none equal "
+        "to a positive"
+    ),
+    load=load,
+    options=OPTIONS,
+)

@@ -1,0 +1,155 @@
+"""The encoders a variant trains, as a sentence-transformers model, and the loss on their embeddings.
+
+- **Separate encoders** (DPR): a ``Router`` with a ``query`` route (the question encoder) and a
+  ``document`` route (the passage encoder), both initialised from the same model; saved as one
+  sentence-transformers directory, so ``SentenceTransformer(DIR).encode_query`` /
+  ``encode_document`` use the right side and the harness's ``st`` retriever reads it as is.
+- **One shared encoder**: a single ``Transformer`` + ``Pooling`` for both sides.
+
+The initial model is a sentence-transformers directory or hub id (its modules are kept, a Router
+made of two copies when the variant wants separate encoders, and a final ``Normalize`` dropped:
+DPR's dot product at scale 1 needs unnormalised vectors) or any transformers encoder (BERT,
+a DPR-style BERT directory, ...): ``Transformer`` plus CLS or mean ``Pooling``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+QUERY, DOCUMENT = "query", "document"
+
+
+def _is_sentence_transformers(model: str) -> bool:
+    path = Path(model)
+    if path.is_dir():
+        return (path / "modules.json").is_file()
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "modules.json")
+        return isinstance(found, str)
+    except Exception:  # noqa: BLE001 - an unreachable hub only means "not known to be one"
+        return False
+
+
+def build_model(model: str, *, shared: bool, pooling: str, max_question_length: int, max_passage_length: int, device: str = "cpu"):
+    """The sentence-transformers model to train (see the module docstring)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Router, Transformer
+
+    try:
+        if _is_sentence_transformers(model):
+            from sentence_transformers.sentence_transformer.modules import Normalize
+
+            base = SentenceTransformer(model, device=device)
+            # DPR's loss is a dot product at scale 1: on unit vectors it would be a cosine with
+            # temperature 1, which hardly trains, so a final normalisation is left out
+            modules = [m for m in base.children() if not isinstance(m, Normalize)]
+            if any(isinstance(m, Router) for m in modules):
+                if shared:
+                    raise HarnessError(f"{model} has separate question and passage encoders; this variant trains one shared encoder")
+                return base
+        else:
+            transformer = Transformer(model, max_seq_length=max_passage_length)
+            modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)]
+    except OSError as exc:
+        raise HarnessError(f"cannot load model {model!r}: {exc}") from None
+    if shared:
+        st = SentenceTransformer(modules=modules, device=device)
+        st.max_seq_length = max_passage_length
+        return st
+    query_modules = copy.deepcopy(modules)
+    document_modules = modules
+    for m in query_modules:
+        if isinstance(m, Transformer):
+            m.max_seq_length = max_question_length
+    for m in document_modules:
+        if isinstance(m, Transformer):
+            m.max_seq_length = max_passage_length
+    router = Router.for_query_document(query_modules=query_modules, document_modules=document_modules)
+    return SentenceTransformer(modules=[router], device=device)
+
+
+def side_parameters(model, side: str) -> list:
+    """The parameters of one side (``question`` or ``passage``) of a Router model; a shared encoder
+    has no separate sides (an error)."""
+    from sentence_transformers.sentence_transformer.modules import Router
+
+    routers = [m for m in model.children() if isinstance(m, Router)]
+    if not routers:
+        raise HarnessError("a frozen side needs separate question and passage encoders; this model has one shared encoder")
+    route = QUERY if side == "question" else DOCUMENT
+    return [p for module in routers[0].sub_modules[route] for p in module.parameters()]
+
+
+def freeze(model, side: str) -> int:
+    """Stop training one side; returns how many parameter tensors were frozen."""
+    params = side_parameters(model, side)
+    for p in params:
+        p.requires_grad_(False)
+    return len(params)
+
+
+def router_mapping(columns: list[str], shared: bool) -> dict[str, str]:
+    if shared:
+        return {}
+    return {c: (QUERY if c == "question" else DOCUMENT) for c in columns}
+
+
+class EmbeddingLoss:
+    """Builds the ``torch.nn.Module`` the trainer calls: it encodes each column, gathers the
+    embeddings over devices with gradient, and hands them to the variant's loss."""
+
+    @staticmethod
+    def create(model, loss, *, gather: bool = True):
+        import torch
+
+        class _EmbeddingLoss(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+                self.loss = loss
+                self.gather = gather
+                self.parts: dict[str, float] = {}
+                self.part_steps = 0
+
+            def forward(self, sentence_features, labels=None):
+                embeddings = [self.model(features)["sentence_embedding"] for features in sentence_features]
+                questions, passages = embed_batch(embeddings, gather=self.gather)
+                positive = torch.arange(questions.shape[0], device=questions.device)
+                out = self.loss(questions, passages, positive)
+                if "loss" not in out:
+                    raise HarnessError(f"loss {type(self.loss).__name__} returned no 'loss' entry (got {sorted(out)})")
+                for name, value in out.items():
+                    if name != "loss":
+                        self.parts[name] = self.parts.get(name, 0.0) + float(value.detach())
+                self.part_steps += 1
+                return out["loss"]
+
+            def take_parts(self) -> dict[str, float]:
+                """The mean of each loss part since the last call."""
+                parts = {k: v / max(1, self.part_steps) for k, v in self.parts.items()}
+                self.parts, self.part_steps = {}, 0
+                return parts
+
+        return _EmbeddingLoss()
+
+
+def embed_batch(embeddings: list[Any], *, gather: bool):
+    """``(questions, passages)`` from the per-column embeddings ``[question, positive, negative_1,
+    ...]`` of the local batch: over several processes each column is gathered with gradient
+    (``torch.distributed.nn.all_gather``), so rows stay in global example order; passages are the
+    positives, then each negative column."""
+    import torch
+
+    if gather:
+        from sentence_transformers.util.distributed import all_gather_with_grad
+        from sentence_transformers.util.environment import is_dist_initialized
+
+        if is_dist_initialized():
+            embeddings = [all_gather_with_grad(e) for e in embeddings]
+    return embeddings[0], torch.cat(embeddings[1:], dim=0)

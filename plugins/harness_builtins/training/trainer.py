@@ -1,0 +1,330 @@
+"""``train(settings)``: run a variant and write a checkpoint directory.
+
+The output directory::
+
+    OUT/model/                  the trained encoders, a sentence-transformers directory
+                                (``SentenceTransformer("OUT/model")``; ``harness run --retriever
+                                trained -o path=OUT``)
+    OUT/loss.safetensors        the loss's own parameters, when it has some (a scoring head)
+    OUT/harness_training.json   the record: variant, recipe, settings, initial model, data
+                                fingerprints, seed, versions, steps, timings
+    OUT/train_log.jsonl         one line per logging step: step, epoch, loss, each loss part,
+                                learning rate, examples/s
+    OUT/checkpoints/            the trainer's checkpoints (``--resume`` continues from the last)
+
+``OUT/model`` and the record are written only when training finishes (a temporary folder renamed
+into place); an interrupted run leaves its checkpoints, and ``--resume`` goes on from the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, registry
+from harness.errors import HarnessError
+from harness.util.atomic import atomic_dir, write_text_atomic
+
+from harness_builtins.training.engine import (
+    QUESTION,
+    AugmentingColumns,
+    TrainSettings,
+    columns,
+    file_fingerprint,
+    mixture,
+    negative_column,
+    recipe_record,
+    settings_record,
+)
+from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, router_mapping
+
+RECORD = "harness_training.json"
+LOG = "train_log.jsonl"
+MODEL_DIR = "model"
+CHECKPOINTS = "checkpoints"
+LOSS_STATE = "loss.safetensors"
+RECORD_SCHEMA = "harness-training/1"
+
+
+def _with_model_defaults(kind: str, part, overrides: dict, model) -> dict:
+    """Options a part can only get from the model being trained, when neither the recipe nor the
+    user set them: a loss's ``dim`` (its head's input size) and a sampler's ``embed`` (questions to
+    vectors with the current question encoder, for clustering)."""
+    declared = registry.registry(kind).get(part[0]).options
+    given = {**dict(part[1]), **overrides}
+    out = dict(overrides)
+    if "dim" in declared and given.get("dim") is None:
+        out["dim"] = model.get_sentence_embedding_dimension()
+    if "embed" in declared and given.get("embed") is None and given.get("vectors") is None:
+        def embed(examples):
+            encode = getattr(model, "encode_query", model.encode)
+            return encode([e.question for e in examples], convert_to_numpy=True, show_progress_bar=False)
+
+        out["embed"] = embed
+    return out
+
+
+def _part(kind: str, part, overrides: dict | None = None):
+    name, options = part
+    merged = {**dict(options), **(overrides or {})}
+    return registry.load(kind, name, merged).value
+
+
+class _BatchSampler:
+    """The variant's sampler as the trainer's ``batch_sampler``: an epoch's batches from
+    ``random.Random(f"{seed}:{epoch}")``, so any process and any resumed run sees the same ones."""
+
+    def __init__(self, sampler, examples, batch_size: int, seed: int):
+        self.sampler, self.examples, self.batch_size, self.seed = sampler, examples, batch_size, seed
+        self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _batches(self) -> list[list[int]]:
+        if self._cache is not None and self._cache[0] == self.epoch:
+            return self._cache[1]
+        batches = self.sampler(self.examples, self.batch_size, random.Random(f"{self.seed}:{self.epoch}"))
+        for batch in batches:
+            if not batch or any(not (0 <= i < len(self.examples)) for i in batch):
+                raise HarnessError("the batch sampler returned an empty batch or an index out of range")
+        self._cache = (self.epoch, batches)
+        return batches
+
+    def __iter__(self):
+        return iter(self._batches())
+
+    def __len__(self) -> int:
+        return len(self._batches())
+
+
+def _versions() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, Any] = {"harness": __version__, "python": platform.python_version()}
+    for package in ("torch", "transformers", "sentence-transformers", "accelerate"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> TrainSettings:
+    """The settings of a run: what the user gave, else the variant's defaults, else the engine's."""
+    spec = registry.registry("variants").get(variant)
+    known = set(TrainSettings.__dataclass_fields__)
+    unknown = sorted(set(spec.recipe.defaults) - known)
+    if unknown:
+        raise HarnessError(f"variant {variant!r} has a default for an unknown setting {unknown[0]!r}")
+    values = {**dict(spec.recipe.defaults), **given, **fixed}
+    data = [(Path(p), w) for p, w in values.pop("data")]
+    return TrainSettings(variant=variant, data=data, **values)
+
+
+def _training_file(name: Path, settings: TrainSettings) -> Path:
+    """A training file: ``name`` itself, or for a suite name, its questions turned into DPR
+    training data by BM25 distant supervision (the best-ranked answer-bearing passage is the
+    positive, the best-ranked passages without an answer the hard negatives), made once and kept
+    in the cache folder."""
+    if Path(name).is_file():
+        return Path(name)
+    suite = str(name)
+    if suite not in registry.suites():
+        raise HarnessError(f"--data {name}: no such file, and no suite of that name (harness list suites)")
+    from harness.data.training import suite_training_examples, write_training_examples
+    from harness.evaluate import make_context
+    from harness.util.cache import cache_dir
+
+    negatives = max(1, settings.hard_negatives or 1)
+    target = cache_dir() / "training-data" / f"{suite}--bm25--{negatives}.json"
+    if not target.is_file():
+        loaded_suite = registry.load("suites", suite, {}).value
+        retriever = registry.load("retrievers", "bm25", {}).value
+        context = make_context(loaded_suite, show_progress=settings.progress)
+        examples, _ = suite_training_examples(loaded_suite, retriever, name="bm25", context=context, negatives=negatives)
+        write_training_examples(target, examples)
+    return target
+
+
+def _read_data(settings: TrainSettings) -> tuple[list, list[dict[str, Any]]]:
+    from harness.data.training import read_training_examples
+
+    datasets, records = [], []
+    for name, weight in settings.data:
+        path = _training_file(name, settings)
+        examples = list(read_training_examples(path))
+        if not examples:
+            raise HarnessError(f"--data {path}: no training examples")
+        datasets.append(examples)
+        records.append({"data": str(name), "path": str(path), "weight": weight, "examples": len(examples),
+                        "fingerprint": file_fingerprint(Path(path))})
+    return datasets, records
+
+
+def train(settings: TrainSettings) -> Path:
+    """Train ``settings.variant`` and write ``settings.output`` (see the module docstring)."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from transformers import TrainerCallback
+
+    started = time.monotonic()
+    settings.check()
+    if not settings.progress:
+        from huggingface_hub.utils import disable_progress_bars
+        from transformers.utils import logging as hf_logging
+
+        disable_progress_bars()
+        hf_logging.disable_progress_bar()
+    variant = registry.registry("variants").get(settings.variant)
+    recipe = variant.recipe
+    output = Path(settings.output)
+    if (output / RECORD).exists() and not settings.resume:
+        raise HarnessError(f"{output} already holds a trained checkpoint; choose another --output")
+    checkpoints = output / CHECKPOINTS
+    if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not settings.resume:
+        raise HarnessError(f"{output} holds checkpoints of an unfinished run: add --resume to continue it, or choose another --output")
+
+    question_aug = [_part("augmentations", p) for p in recipe.question_augmentations]
+    passage_aug = [_part("augmentations", p) for p in recipe.passage_augmentations]
+    hard_negatives = recipe.hard_negatives if settings.hard_negatives is None else settings.hard_negatives
+
+    datasets, data_records = _read_data(settings)
+    if recipe.miner is not None:
+        raise HarnessError(
+            f"variant {settings.variant!r} mines its negatives: mine them into the data first "
+            f"(harness data make-training) and train with a variant that reads them"
+        )
+    examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed) for e in group]
+    data = columns(examples, hard_negatives=hard_negatives, format=settings.format)
+    kept = len(data[QUESTION])
+    if kept == 0:
+        raise HarnessError(f"no training example has a positive and {hard_negatives} hard negative(s)")
+    usable = [e for e in examples if e.positives and len(e.hard_negatives) >= hard_negatives]
+
+    torch.manual_seed(settings.seed)
+    model = build_model(
+        settings.model, shared=recipe.shared_encoder, pooling=settings.pooling,
+        max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length,
+    )
+    if recipe.frozen:
+        freeze(model, recipe.frozen)
+    loss_module = _part("losses", recipe.loss, _with_model_defaults("losses", recipe.loss, settings.loss_options, model))
+    sampler = _part("samplers", recipe.sampler, _with_model_defaults("samplers", recipe.sampler, settings.sampler_options, model))
+
+    dataset = Dataset.from_dict(data)
+    augmenter = AugmentingColumns(question_aug, passage_aug, settings.seed)
+    dataset.set_transform(augmenter)
+    text_columns = [c for c in data if c != "index"]
+
+    loss = EmbeddingLoss.create(model, loss_module)
+    log_path = output / LOG
+    output.mkdir(parents=True, exist_ok=True)
+
+    class _Log(TrainerCallback):
+        def __init__(self) -> None:
+            self.last = time.monotonic()
+            self.last_step = 0
+
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            augmenter.epoch = int(round(state.epoch or 0))
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs:
+                return
+            now = time.monotonic()
+            steps = state.global_step - self.last_step
+            record = {"step": state.global_step, "epoch": state.epoch, **logs, **{f"loss/{k}": v for k, v in loss.take_parts().items()}}
+            if steps > 0 and now > self.last:
+                world = max(1, args.world_size)
+                record["examples_per_second"] = round(steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * world / (now - self.last), 3)
+            self.last, self.last_step = now, state.global_step
+            with open(log_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    cuda = torch.cuda.is_available()
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation,
+        learning_rate=settings.learning_rate,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        warmup_steps=float(settings.warmup_ratio),  # a float below 1 is a share of the steps
+        weight_decay=settings.weight_decay,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        use_cpu=not cuda,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        logging_steps=settings.logging_steps,
+        logging_first_step=True,
+        report_to=["tensorboard"] if _has_tensorboard() else "none",
+        disable_tqdm=not settings.progress,
+        router_mapping=router_mapping(text_columns, recipe.shared_encoder),
+        prompts={QUESTION: marker} if (marker := settings.question_marker or recipe.question_marker) else None,
+        dataloader_drop_last=False,
+        remove_unused_columns=False,
+    )
+    class _Trainer(SentenceTransformerTrainer):
+        def get_batch_sampler(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+            return _BatchSampler(sampler, usable, batch_size, settings.seed)
+
+    trainer = _Trainer(
+        model=model, args=args, train_dataset=dataset, loss=loss, callbacks=[_Log()],
+    )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
+    resume = settings.resume and checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
+    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    if not trainer.is_world_process_zero():
+        return output
+
+    with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
+        model.save(str(tmp))
+    state = {k: v for k, v in loss_module.state_dict().items()}
+    if state:
+        from safetensors.torch import save_file
+
+        tmp_state = output / f".{LOSS_STATE}.{os.getpid()}.tmp"
+        save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_state))
+        os.replace(tmp_state, output / LOSS_STATE)
+    record = {
+        "schema": RECORD_SCHEMA,
+        "variant": settings.variant,
+        "reference": variant.reference,
+        "recipe": recipe_record(recipe),
+        "settings": settings_record(settings),
+        "initial_model": settings.model,
+        "data": data_records,
+        "examples": {"read": sum(len(d) for d in datasets), "after_mixture": len(examples), "trained_on": kept,
+                     "left_out": len(examples) - kept},
+        "hard_negatives": hard_negatives,
+        "format": settings.format,
+        "seed": settings.seed,
+        "steps": trainer.state.global_step,
+        "train_loss": getattr(result, "training_loss", None),
+        "loss_state": LOSS_STATE if state else None,
+        "seconds": round(time.monotonic() - started, 3),
+        "versions": _versions(),
+    }
+    write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
+    return output
+
+
+def _has_tensorboard() -> bool:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True

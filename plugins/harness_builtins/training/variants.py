@@ -1,0 +1,89 @@
+"""The training variants of the seed documents, each a named :class:`Recipe` of registered parts.
+
+Seeds: 000 is Sciavolino's thesis (T-REx QA, shuffling, one encoder, stop-gradient, flipped
+objective, frozen sides), 004 Hoang's (shared-encoder DPR: late interaction, multi-similarity,
+harder in-batch negatives), DPR is Karpukhin et al. (2020). Hyperparameter defaults are DPR's
+where the seeds follow it (learning rate 2e-5, batch 16 per device here for small machines:
+DPR used 128, seed 004 24 per device; set ``--batch-size``), one BM25 hard negative per question.
+"""
+
+from __future__ import annotations
+
+from harness.api import Recipe, VariantSpec
+
+_SHUFFLE = ("shuffle-words", {})
+
+VARIANTS: tuple[VariantSpec, ...] = (
+    VariantSpec(
+        name="dpr",
+        description="DPR: separate question and passage encoders, in-batch negatives + 1 hard negative per question, NLL of the positive (dot product)",
+        recipe=Recipe(),
+        reference="Karpukhin et al. 2020 §3.2; seed 000 §2.3",
+    ),
+    VariantSpec(
+        name="shared",
+        description="one encoder for questions and passages (1enc); --question-marker adds a marker before questions",
+        recipe=Recipe(shared_encoder=True),
+        reference="seed 000 §5.1 (1enc); seed 004 ch. 3",
+    ),
+    VariantSpec(
+        name="stopgrad",
+        description="loss averaged over two halves: through passages with questions detached, and through questions with passages detached",
+        recipe=Recipe(loss=("stopgrad", {})),
+        reference="seed 000 §5.1",
+    ),
+    VariantSpec(
+        name="flip",
+        description="flipped objective: softmax over the batch's questions for each positive passage",
+        recipe=Recipe(loss=("flip", {})),
+        reference="seed 000 §5.1",
+    ),
+    VariantSpec(
+        name="fix-passage",
+        description="DPR with the passage encoder frozen (only the question encoder is trained)",
+        recipe=Recipe(frozen="passage"),
+        reference="seed 000 §4.2 (fixP); seed 003 (P19 fine-tuning)",
+    ),
+    VariantSpec(
+        name="fix-question",
+        description="DPR with the question encoder frozen (only the passage encoder is trained)",
+        recipe=Recipe(frozen="question"),
+        reference="seed 000 §4.2 (fixQ); seed 003 (P19 fine-tuning)",
+    ),
+    VariantSpec(
+        name="shuffle-question",
+        description="DPR on questions whose words are shuffled at training time",
+        recipe=Recipe(question_augmentations=(_SHUFFLE,)),
+        reference="seed 000 §4.1",
+    ),
+    VariantSpec(
+        name="shuffle-passage",
+        description="DPR on passages whose words are shuffled at training time",
+        recipe=Recipe(passage_augmentations=(_SHUFFLE,)),
+        reference="seed 000 §4.1",
+    ),
+    VariantSpec(
+        name="shuffle-both",
+        description="DPR on questions and passages whose words are shuffled at training time",
+        recipe=Recipe(question_augmentations=(_SHUFFLE,), passage_augmentations=(_SHUFFLE,)),
+        reference="seed 000 §4.1 (Table 4.1: shuffled questions and passages)",
+    ),
+    VariantSpec(
+        name="multi-sim",
+        description="shared encoder; adds question-question and passage-passage in-batch NLL terms (-L lambda_qq=, -L lambda_pp=)",
+        recipe=Recipe(shared_encoder=True, loss=("multi-sim", {})),
+        reference="seed 004 ch. 5",
+    ),
+    VariantSpec(
+        name="harder-batches",
+        description="shared encoder; batches whose examples share a category (their label, e.g. the relation)",
+        recipe=Recipe(shared_encoder=True, sampler=("harder-batches", {})),
+        reference="seed 004 ch. 6",
+    ),
+    VariantSpec(
+        name="late-interaction",
+        description="shared encoder trained jointly with the head m^T [q; p; q*p; q-p]: NLL + lambda * NLL_L (the head is saved for re-ranking)",
+        recipe=Recipe(shared_encoder=True, loss=("late-interaction", {})),
+        reference="seed 004 ch. 4",
+    ),
+)

