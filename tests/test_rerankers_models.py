@@ -145,3 +145,26 @@ def test_a_harness_train_output_is_read_with_its_trained_encoder(tmp_path, monke
         (out / "harness_training.json").write_text(json.dumps(record))
         with pytest.raises(HarnessError, match="trained with loss 'dpr', which has no late-interaction head"):
             registry.load("rerankers", "late-interaction", {"path": str(out)})
+
+
+def test_late_interaction_on_a_harness_train_output_with_the_trained_encoder(tmp_path):
+    """The real ``trained`` encoder of the dense plugin loads the checkpoint's ``model/``."""
+    import torch
+    from safetensors.torch import save_file
+    from test_dense_models import tiny_bert, tiny_st
+
+    out = tmp_path / "out"
+    tiny_st(out / "model", tiny_bert(tmp_path / "bert"))
+    record = {"schema": "harness-training/1", "variant": "late-interaction", "format": "title_text",
+              "recipe": {"loss": {"name": "late-interaction", "options": {}}},
+              "initial_model": "tiny", "data": [], "seed": 0, "steps": 1}
+    (out / "harness_training.json").write_text(json.dumps(record))
+    m = torch.linspace(-1, 1, 4 * 32)
+    save_file({"m": m}, str(out / "loss.safetensors"))
+    reranker = registry.load("rerankers", "late-interaction", {"path": str(out)}).value
+    (hits,) = reranker.rerank([QUESTION], candidates(), RunContext(cache_dir=tmp_path, progress=False))
+    encoder = registry.load("encoders", "trained", {"path": str(out)}).value
+    q, p = encoder.encode_queries([QUESTION])[0], encoder.encode_passages(PASSAGES)
+    expected = [float(m.numpy() @ np.concatenate([q, row, q * row, q - row])) for row in p]
+    assert [h.score for h in hits] == pytest.approx(expected, rel=1e-5, abs=1e-6)
+    assert reranker.parameters()["encoder"] == "trained" and reranker.parameters()["dim"] == 32
