@@ -8,7 +8,7 @@ The core is layered; each folder is one layer, each module one idea:
 - :mod:`harness.plugins`    finding and loading plugins, isolating their failures
 - :mod:`harness.registry`   looking up and loading what plugins offer, by kind and name
 - :mod:`harness.data`       the dataset catalogue, downloads, question readers, corpora, the store
-- :mod:`harness.scoring`    DPR's answer matcher, first-hit ranks, top-k accuracy
+- :mod:`harness.scoring`    DPR's answer matcher, first-hit ranks, top-k accuracy, re-ranking
 - :mod:`harness.evaluate`   running a retriever on a suite
 - :mod:`harness.runfiles`   reading, writing and scoring other systems' run files
 - :mod:`harness.results`    the result file schema, the leaderboard, the terminal table
@@ -36,6 +36,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.registry",
     "harness.plugins",
     "harness.evaluate",
+    "harness.scoring.rerank",
     "harness.testing",
     "harness.analysis.published",
     "harness.data.training",

@@ -8,6 +8,10 @@ By name: :func:`evaluate` (the result document) and :func:`run_evaluation` (also
 the rankings). With objects already loaded (a plugin's own command, a grid of encoders sharing one
 index): :func:`evaluate_retriever`, or its steps :func:`retrieve`, :func:`score_suite` and
 :func:`build_result`.
+
+Both take an optional re-ranker (``rerank="upr"``, ``rerank_options``, ``rerank_depth``): the
+first stage then retrieves at least ``rerank_depth`` hits, :func:`harness.scoring.rerank.rerank_rankings`
+re-orders its top ``rerank_depth``, and the result records the chain (``reranker``).
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from harness.scoring.metrics import DEFAULT_METRIC
 from harness.util.progress import progress
 from harness.results.schema import SCHEMA
 from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
-from harness.api import MAX_K, Corpus, Hit, Question, Retriever, RunContext, Suite
+from harness.api import DEFAULT_RERANK_DEPTH, MAX_K, Corpus, Hit, Question, Reranker, Retriever, RunContext, Suite
 
 __all__ = [
     "Evaluation",
+    "Second",
     "Timer",
     "build_result",
     "check_metrics",
@@ -173,7 +178,8 @@ def evaluate(retriever: str, suite: str, **kwargs: Any) -> dict[str, Any]:
 
     Keyword arguments are :func:`run_evaluation`'s: ``k`` (default: the suite's cutoffs; the
     retriever is asked for ``max(k)`` passages per question), ``options`` (passed to the
-    retriever's loader), ``metrics``, ``cache_dir``, ``threads``, ``show_progress``.
+    retriever's loader), ``metrics``, ``cache_dir``, ``threads``, ``show_progress``, and a
+    re-ranker: ``rerank`` (its name), ``rerank_options``, ``rerank_depth``.
     """
     return run_evaluation(retriever, suite, **kwargs).result
 
@@ -197,11 +203,24 @@ def run_evaluation(
     cache_dir: str | os.PathLike | None = None,
     threads: int | None = None,
     show_progress: bool = True,
+    rerank: str | None = None,
+    rerank_options: Mapping[str, Any] | None = None,
+    rerank_depth: int | None = None,
 ) -> Evaluation:
     """Run a named retriever on a named suite: the result document, plus the suite and the
-    rankings (with scores) for saving the run. Names and options are checked before any work."""
+    rankings (with scores) for saving the run. Names and options are checked before any work.
+
+    With ``rerank`` (a re-ranker's name), the first stage's top ``rerank_depth`` hits (default:
+    the re-ranker's own depth) are re-ranked by it, loaded with ``rerank_options``."""
     timer = Timer()
     found = registry.resolve("retrievers", retriever, options)
+    if rerank is None and (rerank_options or rerank_depth is not None):
+        raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
+    if rerank is not None:
+        from harness.scoring.rerank import check_depth, default_depth
+
+        found_reranker = registry.resolve("rerankers", rerank, rerank_options)
+        rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found_reranker.spec))
     suite_spec = registry.suites().get(suite)
     check_metrics(metrics)
     with timer.stage("load_suite"):
@@ -209,6 +228,11 @@ def run_evaluation(
     ks = parse_k(k if k is not None else loaded_suite.default_k)
     with timer.stage("load_retriever"):
         model = registry.load("retrievers", retriever, found.options).value
+    second = None
+    if rerank is not None:
+        with timer.stage("load_reranker"):
+            loaded = registry.load("rerankers", rerank, found_reranker.options)
+        second = Second(loaded.value, name=rerank, plugin=loaded.plugin, depth=rerank_depth)
     return evaluate_retriever(
         model,
         loaded_suite,
@@ -218,7 +242,24 @@ def run_evaluation(
         metrics=metrics,
         context=make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=show_progress),
         timer=timer,
+        reranker=second,
     )
+
+
+@dataclass(frozen=True)
+class Second:
+    """A loaded re-ranker as a run's second stage: the object, its name and plugin, and how many
+    of the first stage's hits it re-ranks."""
+
+    reranker: Reranker
+    name: str
+    plugin: str
+    depth: int = DEFAULT_RERANK_DEPTH
+
+    def record(self) -> dict[str, Any]:
+        from harness.scoring.rerank import reranker_record
+
+        return reranker_record(self.name, self.plugin, self.reranker.parameters(), self.depth)
 
 
 def check_metrics(metrics: Sequence[str]) -> None:
@@ -257,19 +298,35 @@ def evaluate_retriever(
     context: RunContext | None = None,
     extra: Mapping[str, Any] | None = None,
     timer: Timer | None = None,
+    reranker: Second | None = None,
 ) -> Evaluation:
     """Index ``suite``'s corpus with a loaded retriever, search every question for ``max(k)``
     hits, score them by DPR's protocol and build the result document (recorded under ``name``
-    and ``plugin``; ``extra`` adds top-level fields)."""
+    and ``plugin``; ``extra`` adds top-level fields). With ``reranker`` the first stage retrieves
+    at least ``reranker.depth`` hits and its top ``reranker.depth`` are re-ranked before scoring."""
     timer = timer or Timer()
     check_metrics(metrics)
     ks = parse_k(k if k is not None else suite.default_k)
-    depth = max(ks)
+    depth = max(ks) if reranker is None else max(max(ks), reranker.depth)
     context = context or make_context(suite)
     with timer.stage("index"):
         retriever.index(suite.corpus, context)
     with timer.stage("search"):
         rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus)
+    if reranker is not None:
+        from harness.scoring.rerank import rerank_rankings
+
+        with timer.stage("rerank"):
+            rankings = rerank_rankings(
+                reranker.reranker,
+                [normalize_question(q.text) for q in suite.questions],
+                [q.id for q in suite.questions],
+                rankings,
+                reranker.depth,
+                context,
+                name=reranker.name,
+                passage=suite.corpus.get,
+            )
     with timer.stage("score"):
         ranks = score_suite(suite, rankings, retriever_name=name)
     result = build_result(
@@ -281,6 +338,7 @@ def evaluate_retriever(
         metrics=metrics,
         timings=timer.seconds,
         extra=extra,
+        reranker=reranker.record() if reranker is not None else None,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)
 
@@ -304,8 +362,11 @@ def build_result(
     metrics: Sequence[str],
     timings: Mapping[str, float],
     extra: Mapping[str, Any] | None = None,
+    reranker: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The result document (schema ``harness-result/1``) for first-hit ranks of ``suite``."""
+    """The result document (schema ``harness-result/1``) for first-hit ranks of ``suite``;
+    ``reranker`` is the second stage's block (:func:`harness.scoring.rerank.reranker_record`), if any."""
+    second = {"reranker": dict(reranker)} if reranker is not None else {}
     return {
         "schema": SCHEMA,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -319,6 +380,7 @@ def build_result(
             "corpus": _corpus_record(suite),
         },
         "retriever": dict(retriever),
+        **second,
         "matcher": MATCHER_VERSION,
         "k": list(ks),
         "depth": depth,

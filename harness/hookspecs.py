@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by t
         MetricSpec,
         MinerSpec,
         PublishedTable,
+        RerankerSpec,
         RetrieverSpec,
         SamplerSpec,
         SuiteSpec,
@@ -113,4 +114,13 @@ def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``harness`` command line: call ``cli.add_command(...)``.
 
     Called once when the command line starts, so keep imports inside the command functions.
+    """
+
+
+@hookspec
+def register_rerankers(register: Callable[[RerankerSpec], None]) -> None:
+    """Offer re-rankers: call ``register(RerankerSpec(...))`` once per re-ranker.
+
+    Called the first time anything asks for the list of re-rankers (``harness list rerankers``,
+    ``harness run --rerank``). ``RerankerSpec.load`` is called only when that re-ranker runs.
     """

@@ -33,6 +33,7 @@ from harness.api import (
     MetricSpec,
     MinerSpec,
     PublishedTable,
+    RerankerSpec,
     RetrieverSpec,
     SamplerSpec,
     SuiteSpec,
@@ -64,6 +65,7 @@ KINDS: dict[str, Kind] = {
     "miners": Kind("register_miners", MinerSpec, "negative miner"),
     "augmentations": Kind("register_augmentations", AugmentationSpec, "augmentation"),
     "variants": Kind("register_variants", VariantSpec, "training variant"),
+    "rerankers": Kind("register_rerankers", RerankerSpec, "re-ranker"),
 }
 
 #: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).
@@ -216,6 +218,10 @@ def metrics() -> Registry[MetricSpec]:
 
 def encoders() -> Registry[EncoderSpec]:
     return registry("encoders")
+
+
+def rerankers() -> Registry[RerankerSpec]:
+    return registry("rerankers")
 
 
 # --- the one loader ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Helpers for plugin authors' tests: a toy suite and a retriever conformance check.
+"""Helpers for plugin authors' tests: a toy suite and retriever and re-ranker conformance checks.
 
 >>> from harness.testing import check_retriever
 >>> check_retriever(my_retriever_spec)             # doctest: +SKIP
@@ -7,7 +7,8 @@ RetrieverCheck(parameters={...}, rankings=[...], first_hit_ranks=[...], accuracy
 :func:`check_retriever` loads a retriever, indexes a small corpus, searches it, and raises
 ``AssertionError`` with a message naming the problem when the retriever breaks the
 :class:`harness.api.Retriever` contract. It checks the contract, not quality: the accuracy it
-returns is for the author's own assertions.
+returns is for the author's own assertions. :func:`check_reranker` does the same for a
+re-ranker (:class:`harness.api.Reranker`), over every passage of the corpus.
 
 Only the standard library and :mod:`harness` are imported, so this module is cheap to import.
 """
@@ -209,3 +210,68 @@ def check_retriever(
         first_hit_ranks=ranks,
         accuracy={cut: top_k_accuracy(ranks, cut) for cut in sorted({1, k})},
     )
+
+
+@dataclass(frozen=True)
+class RerankerCheck:
+    """What :func:`check_reranker` saw from a re-ranker that passed."""
+
+    #: ``reranker.parameters()`` as a dict.
+    parameters: dict[str, Any]
+    #: Each question's passage ids after re-ranking (every corpus passage, best first).
+    rankings: list[list[str]]
+
+
+def check_reranker(
+    reranker: str | Any,
+    *,
+    suite: Suite | None = None,
+    cache_dir: str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> RerankerCheck:
+    """Check that a re-ranker keeps the :class:`~harness.api.Reranker` contract.
+
+    ``reranker`` is a registered re-ranker's name (loaded with ``options``) or a loaded re-ranker.
+    Every question of ``suite`` (default :func:`toy_suite`) gets all corpus passages as candidates,
+    in corpus order; ``AssertionError`` is raised when ``parameters()`` is not a JSON-able mapping
+    with string keys, or the answer breaks the contract: one ranking per question holding every
+    candidate once as a :class:`~harness.api.Hit` with a finite score
+    (:func:`harness.scoring.rerank.rerank_rankings` checks it as a run would).
+    """
+    from harness.errors import HarnessError
+    from harness.scoring.rerank import rerank_rankings
+
+    if isinstance(reranker, str):
+        from harness.registry import load
+
+        try:
+            name, model = reranker, load("rerankers", reranker, dict(options or {})).value
+        except HarnessError as exc:
+            raise AssertionError(f"check_reranker: {exc}") from None
+    else:
+        if options:
+            raise TypeError("options can only be given with a re-ranker name")
+        name, model = type(reranker).__name__, reranker
+    for method in ("parameters", "rerank"):
+        if not callable(getattr(model, method, None)):
+            raise AssertionError(f"check_reranker: {name!r} has no {method}() method")
+    parameters = model.parameters()
+    if not isinstance(parameters, Mapping) or not all(isinstance(key, str) for key in parameters):
+        raise AssertionError(f"check_reranker: {name}.parameters() is not a mapping with string keys")
+    try:
+        json.dumps(dict(parameters), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"check_reranker: {name}.parameters() is not JSON-serialisable: {exc}") from None
+    suite = suite if suite is not None else toy_suite()
+    passages = list(suite.corpus)
+    first = [Hit(passage_id=p.id, score=float(len(passages) - i)) for i, p in enumerate(passages)]
+    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
+        context = RunContext(cache_dir=Path(cache_dir) if cache_dir is not None else Path(tmp), threads=1, progress=False)
+        try:
+            reranked = rerank_rankings(
+                model, [q.text for q in suite.questions], [q.id for q in suite.questions],
+                [first] * len(suite.questions), len(passages), context, name=name, passage=suite.corpus.get,
+            )
+        except HarnessError as exc:
+            raise AssertionError(f"check_reranker: {exc}") from None
+    return RerankerCheck(parameters=dict(parameters), rankings=[[h.passage_id for h in r] for r in reranked])

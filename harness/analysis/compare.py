@@ -136,9 +136,9 @@ def find_result(reference: str, *, suite: str | None, results: Sequence[Result])
         return read_result(path)
     if suite is None:
         raise HarnessError(f"{reference!r} is not a result file; to look results up by retriever name, give --suite")
-    matches = [r for r in results if r.suite == suite and r.retriever == reference]
+    matches = [r for r in results if r.suite == suite and r.label == reference]
     if not matches:
-        known = sorted({r.retriever for r in results if r.suite == suite})
+        known = sorted({r.label for r in results if r.suite == suite})
         hint = f" (results of {suite}: {', '.join(known)})" if known else f" (no results of suite {suite})"
         raise HarnessError(f"no result of {reference!r} on suite {suite}{hint}")
     configs = {r.config_key() for r in matches}
@@ -155,7 +155,7 @@ def load_systems(references: Sequence[str], *, suite: str | None, results_dir: P
         raise HarnessError(f"--results-dir {results_dir}: no such folder (results named by retriever are looked up there)")
     pool = read_results(results_dir) if by_name else []
     chosen = [find_result(ref, suite=suite, results=pool) for ref in references]
-    labels = [r.retriever for r in chosen]
+    labels = [r.label for r in chosen]
     systems = []
     for ref, result, label in zip(references, chosen, labels):
         if labels.count(label) > 1:

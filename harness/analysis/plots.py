@@ -63,7 +63,7 @@ class Plot:
 
 def labels(results: Sequence[Result]) -> list[str]:
     """Each result's retriever name, with its configuration digest where names repeat."""
-    names = [r.retriever for r in results]
+    names = [r.label for r in results]
     return [n if names.count(n) == 1 else f"{n} ({r.config_key()})" for n, r in zip(names, results)]
 
 

@@ -145,7 +145,7 @@ def checks(tables: Sequence[PublishedTable], results: Sequence[Result]) -> tuple
         for row in table.rows:
             if row.retriever is None:
                 continue
-            matched = [r for r in results if r.suite == row.suite and r.retriever == row.retriever]
+            matched = [r for r in results if r.suite == row.suite and r.label == row.retriever]
             covered = False
             for result in matched:
                 for k, value in row.values.items():

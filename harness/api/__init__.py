@@ -10,6 +10,7 @@
 - :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
 - :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
   miners, augmentations) and :class:`VariantSpec` with its :class:`Recipe`
+- :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
 import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
@@ -21,6 +22,7 @@ from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.published import PublishedRow, PublishedTable
 from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 from harness.api.training import (
     AugmentationSpec,
@@ -65,4 +67,8 @@ __all__ = [
     "Suite",
     "SuiteSpec",
     "corpus_fingerprint",
+    "DEFAULT_RERANK_DEPTH",
+    "Candidate",
+    "Reranker",
+    "RerankerSpec",
 ]

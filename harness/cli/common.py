@@ -90,3 +90,23 @@ def no_progress_option(command: F) -> F:
     return click.option(
         "--no-progress", is_flag=True, callback=_switch_progress, help="Hide progress bars."
     )(command)
+
+
+def rerank_options(command: F) -> F:
+    """``--rerank NAME``, ``--rerank-depth N`` and ``--rerank-option/-R KEY=VALUE`` (parameters
+    ``rerank``, ``rerank_depth``, ``rerank_option``): a second stage that re-ranks the first
+    stage's top N; its options are kept apart from the retriever's ``-o``."""
+    from harness.api import DEFAULT_RERANK_DEPTH
+
+    command = click.option(
+        "--rerank-option", "-R", "rerank_option", multiple=True, metavar="KEY=VALUE",
+        help="A re-ranker option, e.g. -R model=google/t5-large-lm-adapt (repeatable).",
+    )(command)
+    command = click.option(
+        "--rerank-depth", type=click.IntRange(min=1, max=MAX_K), default=None,
+        help=f"How many of the first stage's hits are re-ranked (default: the re-ranker's, usually {DEFAULT_RERANK_DEPTH}).",
+    )(command)
+    return click.option(
+        "--rerank", default=None, metavar="NAME", help="Re-rank with this re-ranker (see `harness list rerankers`).",
+    )(command)
+

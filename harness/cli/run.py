@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import no_progress_option, parse_k_option, parse_options
+from harness.cli.common import no_progress_option, parse_k_option, parse_options, rerank_options
 from harness.util.paths import default_results_dir
 
 
@@ -37,13 +37,21 @@ def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
 @click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more (other cutoffs, deeper, another question set).")
 @click.option("--save-run", is_flag=True, help="Also write the ranking as a TREC run and a DPR results JSON.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True, help="Where --save-run writes.")
+@rerank_options
 @no_progress_option
-def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, replace, save_run, runs_dir, no_progress) -> None:
+def run(
+    retriever, suite, k_values, options, metrics, results_dir, cache_dir, threads, replace, save_run, runs_dir,
+    rerank, rerank_depth, rerank_option, no_progress,
+) -> None:
     """Evaluate RETRIEVER on SUITE with the DPR protocol and record the result.
 
     Example: harness run --retriever bm25 --suite demo
+
+    With --rerank NAME the retriever's top --rerank-depth hits are re-ranked (see `harness list
+    rerankers`); -R KEY=VALUE sets the re-ranker's options, -o the retriever's.
     """
     options = parse_options(options)
+    reranker_options = parse_options(rerank_option, flag="--rerank-option")
     from harness.evaluate import run_evaluation
     from harness.scoring.metrics import DEFAULT_METRIC
     from harness.results.report import format_result_table
@@ -61,12 +69,16 @@ def run(retriever, suite, k_values, options, metrics, results_dir, cache_dir, th
         cache_dir=cache_dir,
         threads=threads,
         show_progress=not no_progress,
+        rerank=rerank,
+        rerank_options=reranker_options,
+        rerank_depth=rerank_depth,
     )
     result = evaluation.result
     click.echo(format_result_table(result))  # shown even when the result cannot be written
     path = write_result(result, results_dir, replace=replace)
     if save_run:
-        for saved in save_rankings(evaluation, runs_dir / path.stem, tag=retriever):
+        tag = retriever if rerank is None else f"{retriever}+{rerank}"
+        for saved in save_rankings(evaluation, runs_dir / path.stem, tag=tag):
             click.echo(f"run written to {saved}")
     timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in result["timings"].items())
     click.echo(f"\ntimings: {timings}")

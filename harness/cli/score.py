@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.common import no_progress_option, parse_k_option
+from harness.cli.common import no_progress_option, parse_k_option, parse_options, rerank_options
 from harness.util.paths import default_results_dir
 
 
@@ -19,13 +19,19 @@ from harness.util.paths import default_results_dir
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where a re-ranker caches scores (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
+@rerank_options
 @no_progress_option
-def score(suite, run_file, fmt, name, k_values, metrics, results_dir, replace, no_progress) -> None:
+def score(
+    suite, run_file, fmt, name, k_values, metrics, results_dir, replace, cache_dir, rerank, rerank_depth, rerank_option,
+    no_progress,
+) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
 
     Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON.
     Passage text carried by the file is scored directly; otherwise passages are looked up in
-    the suite's corpus.
+    the suite's corpus. With --rerank NAME each question's top --rerank-depth passages are
+    re-ranked first (-R KEY=VALUE sets the re-ranker's options).
     """
     from harness.results.report import format_result_table
     from harness.results.schema import check_results_dir, write_result
@@ -35,10 +41,12 @@ def score(suite, run_file, fmt, name, k_values, metrics, results_dir, replace, n
     def warn(message: str) -> None:
         click.echo(f"harness: warning: {message}", err=True)
 
+    reranker_options = parse_options(rerank_option, flag="--rerank-option")
     results_dir = check_results_dir(results_dir or default_results_dir())  # before any work
     result = score_file(
         suite, run_file, format=fmt, name=name, k=parse_k_option(k_values),
-        metrics=list(metrics) or [DEFAULT_METRIC], warn=warn,
+        metrics=list(metrics) or [DEFAULT_METRIC], warn=warn, rerank=rerank, rerank_options=reranker_options,
+        rerank_depth=rerank_depth, cache_dir=cache_dir, show_progress=not no_progress,
     )
     click.echo(format_result_table(result))  # shown even when the result cannot be written
     path = write_result(result, results_dir, replace=replace)

@@ -142,7 +142,7 @@ class _Row:
     def __init__(self, results: list[Result]):
         self.results = sorted(results, key=lambda r: (str(r.path or ""), r.config_key()))
         self.first = self.results[0]
-        self.retriever = self.first.retriever
+        self.retriever = self.first.label  # the chain's label for a re-ranked configuration
 
     @property
     def seeds(self) -> int:
@@ -153,7 +153,7 @@ class _Row:
         return _seedless(self.first.parameters) if self.seeds > 1 else self.first.parameters
 
     def config_key(self) -> str:
-        return config_digest(self.retriever, self.parameters)
+        return config_digest(self.first.retriever, self.parameters, self.first.reranker)
 
     def accuracy(self, k: int) -> tuple[dict[str, float], float] | None:
         """Per part and macro top-k; over seeds, their means."""
@@ -175,7 +175,7 @@ class _Row:
 def _group_seeds(results: Sequence[Result]) -> list[_Row]:
     groups: dict[str, list[Result]] = {}
     for r in results:
-        groups.setdefault(config_digest(r.retriever, _seedless(r.parameters)), []).append(r)
+        groups.setdefault(config_digest(r.retriever, _seedless(r.parameters), r.reranker), []).append(r)
     return [_Row(group) for group in groups.values()]
 
 
@@ -387,7 +387,7 @@ def _metrics_table(rows: list[_Row], ks: Sequence[int]) -> str:
 
 def _parameters_table(rows: list[_Row]) -> str:
     """Every parameter of each row, in full (nested retrievers' as dotted keys)."""
-    table = [[_cell(row.retriever), _cell(format_parameters(row.parameters))] for row in rows]
+    table = [[_cell(row.retriever), _cell(format_parameters(row.parameters) + _reranker_parameters(row.first))] for row in rows]
     body = tabulate(table, headers=["retriever", "parameters"], tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>all parameters</summary>\n\n{body}\n\n</details>\n"
 
@@ -414,3 +414,12 @@ def _parts_table(rows: list[_Row], parts: list[str], k: int) -> str:
 
 def _ambiguous(rows: list[_Row], row: _Row) -> bool:
     return sum(1 for r in rows if r.retriever == row.retriever) > 1
+
+
+def _reranker_parameters(result: Result) -> str:
+    """A re-ranked row's second stage in the details block: ``; » upr: depth=100, model=...``."""
+    reranker = result.reranker
+    if not reranker:
+        return ""
+    settings = {"depth": reranker["depth"], **reranker["parameters"]}
+    return f"; » {reranker['name']}: {format_parameters(settings)}"

@@ -51,6 +51,12 @@ def format_result_table(result: Mapping[str, Any]) -> str:
         f"{corpus_size(suite['corpus'])}, {suite['match']} matching\n"
         f"retriever {retriever['name']} ({format_parameters(retriever['parameters'])})"
     )
+    reranker = result.get("reranker")
+    if reranker:
+        header += (
+            f"\nre-ranked by {reranker['name']} (top {reranker['depth']}; "
+            f"{format_parameters(reranker['parameters'])})"
+        )
     columns = [(metric, k) for metric, values in result["metrics"].items() for k in values["macro"]]
     headers = ["part", "questions"] + [_label(m, k) for m, k in columns]
     sizes = {p["name"]: p["questions"] for p in suite["parts"]}

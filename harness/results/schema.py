@@ -9,6 +9,7 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
                 "parts": [{"name", "questions"}],
                 "corpus": {"name", "passages", "fingerprint"}},
       "retriever": {"name", "plugin", "parameters": {...}},
+      "reranker": {"name", "plugin", "parameters": {...}, "depth"},   # optional: a second stage
       "matcher": "dpr-has-answer/1",
       "k": [1, 5, 20, 100],
       "depth": 100,                                         # passages retrieved per question
@@ -21,6 +22,11 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
 
 Everything in ``metrics`` is derived from ``first_hit_ranks``; readers that need another k up to
 ``depth`` recompute it from the ranks.
+
+A re-ranked run is a chain: ``retriever`` is the first stage (its parameters as without
+re-ranking), ``reranker`` the re-ranker that re-ordered its top ``reranker.depth`` hits (at most
+``depth``). The configuration, and so the leaderboard row and the file name, covers both; results
+without ``reranker`` keep the keys and file names they always had.
 """
 
 from __future__ import annotations
@@ -64,6 +70,16 @@ class Result:
         return self.data["retriever"]["parameters"]
 
     @property
+    def reranker(self) -> Mapping[str, Any] | None:
+        """The second stage's block (name, plugin, parameters, depth), or None."""
+        return self.data.get("reranker")
+
+    @property
+    def label(self) -> str:
+        """The configuration's name for tables: ``bm25``, or ``bm25 » upr(t5-large-lm-adapt)``."""
+        return chain_label(self.retriever, self.reranker)
+
+    @property
     def depth(self) -> int:
         return self.data["depth"]
 
@@ -79,22 +95,51 @@ class Result:
         return parts, macro_average(parts)
 
     def config_key(self) -> str:
-        """A short digest of the retriever's name and parameters: one leaderboard row each."""
-        return config_digest(self.retriever, self.parameters)
+        """A short digest of the retriever's name and parameters (and the re-ranker's block): one
+        leaderboard row each."""
+        return config_digest(self.retriever, self.parameters, self.reranker)
 
 
-def config_digest(retriever: str, parameters: Mapping[str, Any]) -> str:
-    blob = json.dumps([retriever, parameters], sort_keys=True, ensure_ascii=False, default=str)
+def config_digest(retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None) -> str:
+    chain = [retriever, parameters] if reranker is None else [retriever, parameters, reranker]
+    blob = json.dumps(chain, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
+
+
+#: Parameters whose value names a re-ranker in a chain's label, in order of preference.
+_LABEL_KEYS = ("model", "path", "checkpoint")
+
+
+def chain_label(retriever: str, reranker: Mapping[str, Any] | None) -> str:
+    """``RETRIEVER``, or ``RETRIEVER » RERANKER(MODEL, top-N)`` for a re-ranked run: MODEL is the
+    last part of the re-ranker's ``model`` (or ``path``) parameter without a content digest, N how
+    many first-stage hits it re-ranked (two depths are two configurations)."""
+    if not reranker:
+        return retriever
+    parameters = reranker.get("parameters") or {}
+    short = ""
+    for key in _LABEL_KEYS:
+        value = parameters.get(key)
+        if isinstance(value, str) and value:
+            value = re.sub(r"\s*\([^()]*\)$", "", value).rstrip("/")
+            short = value.rsplit("/", 1)[-1]
+            break
+    depth = f"top-{reranker['depth']}" if "depth" in reranker else ""
+    inside = ", ".join(x for x in (short, depth) if x)
+    return f"{retriever} » {reranker['name']}" + (f"({inside})" if inside else "")
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
-def result_filename(suite: str, retriever: str, parameters: Mapping[str, Any]) -> str:
-    """``SUITE--RETRIEVER--DIGEST.json``: a later run of the same configuration replaces it."""
-    return f"{_slug(suite)}--{_slug(retriever)}--{config_digest(retriever, parameters)}.json"
+def result_filename(
+    suite: str, retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None
+) -> str:
+    """``SUITE--RETRIEVER--DIGEST.json`` (``SUITE--RETRIEVER+RERANKER--DIGEST.json`` for a chain):
+    a later run of the same configuration replaces it."""
+    name = _slug(retriever) if not reranker else f"{_slug(retriever)}+{_slug(reranker['name'])}"
+    return f"{_slug(suite)}--{name}--{config_digest(retriever, parameters, reranker)}.json"
 
 
 def dumps(data: Mapping[str, Any]) -> str:
@@ -109,7 +154,9 @@ def write_result(data: Mapping[str, Any], results_dir: str | Path, *, replace: b
     that is an error naming both, never a silent loss.
     """
     validate(data, source="<new result>")
-    name = result_filename(data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"])
+    name = result_filename(
+        data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"], data.get("reranker")
+    )
     path = Path(results_dir) / name
     if not replace and path.exists():
         try:
@@ -224,6 +271,16 @@ def validate(data: Any, *, source: object) -> None:
     need(isinstance(retriever["parameters"], dict), "'retriever.parameters' must be a JSON object")
     depth = data["depth"]
     need(1 <= depth <= MAX_K, f"'depth' must be from 1 to {MAX_K}")
+    if "reranker" in data:
+        reranker = data["reranker"]
+        need(isinstance(reranker, dict), "'reranker' must be a JSON object")
+        for key in ("name", "parameters", "depth"):
+            need(key in reranker, f"missing key 'reranker.{key}'")
+        need(_text(reranker["name"]), "'reranker.name' must be a non-empty string")
+        need(isinstance(reranker.get("plugin", ""), str), "'reranker.plugin' must be a string")
+        need(isinstance(reranker["parameters"], dict), "'reranker.parameters' must be a JSON object")
+        need(_is_int(reranker["depth"]) and 1 <= reranker["depth"] <= MAX_K,
+             f"'reranker.depth' must be an integer from 1 to {MAX_K}")
     ks = data["k"]
     need(bool(ks) and all(_is_int(k) and 1 <= k <= depth for k in ks), "'k' must be a non-empty list of integers from 1 to 'depth'")
     need(len(set(ks)) == len(ks), "'k' lists a cutoff twice")

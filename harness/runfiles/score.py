@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import hashlib
+import os
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import registry
+from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
-from harness.evaluate import build_result, check_metrics, parse_k
+from harness.evaluate import build_result, check_metrics, make_context, normalize_question, parse_k
+from harness.scoring.rerank import reranker_record
 from harness.runfiles.ranks import score_run
-from harness.runfiles.readers import RunWarning, read_run
+from harness.runfiles.readers import Run, RunHit, RunWarning, read_run
 from harness.scoring.metrics import DEFAULT_METRIC
 
 #: ``--format`` spellings: the short names of ``harness score --format`` and the readers' own.
@@ -38,11 +42,21 @@ def score_file(
     k: Sequence[int] | None = None,
     metrics: Sequence[str] = (DEFAULT_METRIC,),
     warn: Callable[[str], None] | None = None,
+    rerank: str | None = None,
+    rerank_options: Mapping[str, Any] | None = None,
+    rerank_depth: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    show_progress: bool = True,
 ) -> dict[str, Any]:
     """The result document for ``run_file`` scored on ``suite`` with DPR's protocol.
 
     The retriever is recorded as ``name`` (default: the file's name without extension) with the
     file's name, format and sha256 as parameters. Cutoffs deeper than the run are dropped.
+
+    With ``rerank`` (a re-ranker's name, loaded with ``rerank_options``) each question's top
+    ``rerank_depth`` passages (default: the re-ranker's own depth) are re-ranked first
+    (:func:`rerank_run`) and the result records the chain; ``cache_dir`` is the re-ranker's
+    cache folder.
     """
     run_file = Path(run_file)
     fmt = None
@@ -51,6 +65,13 @@ def score_file(
             raise HarnessError(f"--format must be one of trec, dpr, pyserini; got {format!r}")
         fmt = FORMAT_ALIASES[format]
     check_metrics(metrics)
+    if rerank is None and (rerank_options or rerank_depth is not None):
+        raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
+    if rerank is not None:
+        from harness.scoring.rerank import check_depth, default_depth
+
+        found = registry.resolve("rerankers", rerank, rerank_options)  # names and options before any work
+        rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found.spec))
     timings: dict[str, float] = {}
     start = time.perf_counter()
     loaded = registry.suites().get(suite).load()
@@ -63,6 +84,16 @@ def score_file(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RunWarning)
             run = read_run(run_file, loaded, format=fmt)
+            reranker = None
+            if rerank is not None:
+                timings["read"] = round(time.perf_counter() - start, 4)
+                start = time.perf_counter()
+                found = registry.load("rerankers", rerank, rerank_options)
+                context = make_context(loaded, cache_dir=cache_dir, show_progress=show_progress)
+                run = rerank_run(run, loaded, found.value, rerank_depth, context, name=rerank)
+                reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth)
+                timings["rerank"] = round(time.perf_counter() - start, 4)
+                start = time.perf_counter()
             ranks = score_run(loaded, run)
         sha256 = digest.result()
     timings["score"] = round(time.perf_counter() - start, 4)
@@ -91,4 +122,41 @@ def score_file(
         depth=depth,
         metrics=metrics,
         timings=timings,
+        reranker=reranker,
     )
+
+
+def rerank_run(run: Run, suite: Suite, reranker, depth: int, context, *, name: str) -> Run:
+    """``run`` with each question's top ``depth`` passages re-ranked by a loaded re-ranker
+    (:func:`harness.scoring.rerank.rerank_rankings`). A passage's title and text are those the run
+    carries when it carries a text (a missing title is empty), else the suite corpus's. Every
+    ranking is checked first, as scoring would."""
+    from harness.scoring.rerank import rerank_rankings
+    from harness.scoring.rankings import check_ranking
+
+    source = run.source or "run"
+    carried: dict[str, RunHit] = {}
+    for qid, hits in run.rankings.items():
+        check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
+        for hit in hits:
+            if hit.text is not None:
+                carried.setdefault(hit.passage_id, hit)
+
+    def passage(passage_id: str) -> Passage:
+        hit = carried.get(passage_id)
+        if hit is not None:
+            return Passage(id=passage_id, title=hit.title or "", text=hit.text or "")
+        return suite.corpus.get(passage_id)
+
+    by_id = {q.id: q for q in suite.questions}
+    qids = list(run.rankings)
+    first = [[Hit(passage_id=h.passage_id, score=h.score) for h in run.rankings[qid]] for qid in qids]
+    new = rerank_rankings(
+        reranker, [normalize_question(by_id[qid].text) for qid in qids], qids, first, depth, context,
+        name=name, passage=passage,
+    )
+    rankings: dict[str, tuple[RunHit, ...]] = {}
+    for qid, hits in zip(qids, new):
+        old = {h.passage_id: h for h in run.rankings[qid]}
+        rankings[qid] = tuple(dataclasses.replace(old[h.passage_id], score=h.score) for h in hits)
+    return dataclasses.replace(run, rankings=rankings)

@@ -3,6 +3,7 @@
 - :mod:`harness.scoring.matching`  DPR's ``has_answer`` (string and regex modes)
 - :mod:`harness.scoring.ranks`     first-hit ranks, top-k accuracy, macro average over parts
 - :mod:`harness.scoring.metrics`   the core's ``accuracy`` metric (needs no plugin)
+- :mod:`harness.scoring.rerank`    a re-ranker's answer checked and applied to first-stage rankings
 
 Importing this package does not import the matcher (``regex``); it is loaded when ranks are
 first computed.

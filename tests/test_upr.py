@@ -1,0 +1,231 @@
+"""UPR with a tiny T5 built here and loaded like a hub id: scores equal a log-likelihood computed by
+hand from the model's logits, batching and order do not change them, ties keep first-stage order,
+the disk cache returns identical scores and is never shared across models or prompts, and a
+re-ranked BM25 run on the demo suite reaches the leaderboard as a chain."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from harness.api import Candidate, Hit, Passage, RunContext
+
+PASSAGES = [
+    ("Banana", "The banana is a long yellow fruit that grows in bunches in warm countries."),
+    ("Oak", "The oak is a large tree whose fruit is the acorn."),
+    ("Salt", "Table salt is sodium chloride, a mineral used to season food. " * 3),
+    ("Carrot", "Orange root."),
+    ("Lemon", "The lemon is a sour yellow citrus fruit used for juice."),
+]
+QUESTION = "what colour is a banana"
+
+
+@pytest.fixture(scope="session")
+def t5_dir(tmp_path_factory):
+    from rerank_models import tiny_t5
+
+    return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
+
+
+@pytest.fixture(scope="session")
+def other_t5_dir(tmp_path_factory):
+    from rerank_models import tiny_t5
+
+    return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5-other", seed=1)
+
+
+def upr(model, **options):
+    from harness import registry
+
+    return registry.load("rerankers", "upr", {"model": str(model), **options}).value
+
+
+def by_hand(model, tokenizer, question, title, text):
+    """log p("Question: {question}?" | "Passage: {title} {text}. Please ...") from the logits."""
+    import torch
+
+    source = tokenizer(f"Passage: {title} {text}. Please write a question based on this passage.",
+                       return_tensors="pt", truncation=True, max_length=512)
+    labels = tokenizer(f"Question: {question}?", return_tensors="pt").input_ids
+    start = torch.tensor([[model.config.decoder_start_token_id]])
+    decoder = torch.cat([start, labels[:, :-1]], dim=1)
+    with torch.no_grad():
+        logits = model(input_ids=source.input_ids, attention_mask=source.attention_mask, decoder_input_ids=decoder).logits
+    logprobs = torch.log_softmax(logits[0].double(), dim=-1)
+    return float(sum(logprobs[i, token] for i, token in enumerate(labels[0].tolist())))
+
+
+def candidates(passages=PASSAGES, prefix="p"):
+    return [Candidate(hit=Hit(passage_id=f"{prefix}{i}", score=10.0 - i), passage=Passage(id=f"{prefix}{i}", title=t, text=x))
+            for i, (t, x) in enumerate(passages)]
+
+
+def test_scores_equal_the_log_likelihood_computed_by_hand(t5_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    reranker = upr(t5_dir, batch_size=2)
+    scores = reranker.score(QUESTION, PASSAGES)
+    model = AutoModelForSeq2SeqLM.from_pretrained(t5_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(t5_dir)
+    expected = [by_hand(model, tokenizer, QUESTION, t, x) for t, x in PASSAGES]
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert all(s < 0 for s in scores) and len(set(scores)) == len(scores)
+
+
+def test_other_templates_are_scored_as_given(t5_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from harness_builtins.rerank.upr import question_log_likelihoods
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(t5_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(t5_dir)
+    bare = upr(t5_dir, question_target="{question}", question_mark=False).score(QUESTION, PASSAGES[:2])
+    assert bare == question_log_likelihoods(model, tokenizer, QUESTION, PASSAGES[:2], target_template="{question}",
+                                            question_mark=False)
+    assert bare != upr(t5_dir).score(QUESTION, PASSAGES[:2])
+
+
+def test_batching_and_order_do_not_change_scores(t5_dir):
+    reranker = upr(t5_dir)
+    base = reranker.score(QUESTION, PASSAGES)
+    for batch_size in (1, 3, 64):
+        reranker.batch_size = batch_size
+        assert reranker.score(QUESTION, PASSAGES) == pytest.approx(base, abs=1e-5)
+    assert reranker.score(QUESTION, PASSAGES[::-1]) == pytest.approx(base[::-1], abs=1e-5)
+
+
+def test_the_target_ends_with_a_question_mark_once():
+    from harness_builtins.rerank.upr import question_target
+
+    assert question_target("who wrote hamlet") == "Question: who wrote hamlet?"
+    assert question_target("who wrote hamlet?") == "Question: who wrote hamlet?"
+    assert question_target("who wrote hamlet", question_mark=False) == "Question: who wrote hamlet"
+
+
+def test_ties_keep_first_stage_order(tmp_path, t5_dir):
+    from harness.scoring.rerank import rerank_rankings
+
+    same = [PASSAGES[1], PASSAGES[0], PASSAGES[0], PASSAGES[1]]  # equal texts score equally
+    cands = candidates(same)
+    passages = {c.passage_id: c.passage for c in cands}
+    (ranking,) = rerank_rankings(upr(t5_dir), [QUESTION], ["q"], [[c.hit for c in cands]], 10,
+                                 RunContext(cache_dir=tmp_path, progress=False), name="upr", passage=passages.__getitem__)
+    ids = [h.passage_id for h in ranking]
+    assert ids in (["p1", "p2", "p0", "p3"], ["p0", "p3", "p1", "p2"])
+
+
+def test_the_cache_returns_identical_scores_and_scores_only_what_is_new(tmp_path, t5_dir):
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    cands = candidates()
+    first = upr(t5_dir)
+    shallow = first.rerank([QUESTION], [cands[:3]], context)
+    assert first.counts == [3, 0]
+    deeper = first.rerank([QUESTION], [cands], context)
+    assert first.counts == [5, 3]  # only the two new passages were scored
+    again = upr(t5_dir)  # a new run: nothing scored, the model never loaded
+    repeated = again.rerank([QUESTION], [cands], context)
+    assert again.counts == [0, 5] and again._model is None
+    assert [h.score for h in repeated[0]] == [h.score for h in deeper[0]]  # bit for bit
+    assert [h.score for h in shallow[0]] == [h.score for h in deeper[0]][:3]
+    fresh = upr(t5_dir, cache=False).rerank([QUESTION], [cands], context)
+    assert [h.score for h in fresh[0]] == pytest.approx([h.score for h in deeper[0]], abs=1e-5)
+
+
+def test_an_interrupted_reranking_resumes_from_the_cache(tmp_path, t5_dir):
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    questions = [QUESTION, "who planted the oak", "what is salt"]
+    broken = upr(t5_dir)
+    real = broken.score
+
+    def interrupted(question, passages):
+        if question == questions[2]:
+            raise KeyboardInterrupt
+        return real(question, passages)
+
+    broken.score = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        broken.rerank(questions, [candidates()] * 3, context)
+    resumed = upr(t5_dir)
+    resumed.rerank(questions, [candidates()] * 3, context)
+    assert resumed.counts == [5, 10]  # only the third question is scored again
+
+
+def test_the_cache_is_keyed_by_model_prompt_settings_and_passage_text(tmp_path, t5_dir, other_t5_dir):
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    cands = candidates()
+    upr(t5_dir).rerank([QUESTION], [cands], context)
+    others = (upr(other_t5_dir), upr(t5_dir, question_mark=False), upr(t5_dir, max_passage_length=16),
+              upr(t5_dir, question_target="{question}"), upr(t5_dir, passage_prompt="{title}: {text}"))
+    for other in others:
+        other.rerank([QUESTION], [cands], context)
+        assert other.counts == [5, 0]
+    assert len(list((tmp_path / "rerank" / "upr").glob("*.sqlite"))) == 6
+    edited = candidates([(t, x + " Edited.") for t, x in PASSAGES])  # same ids, other text
+    again = upr(t5_dir)
+    again.rerank([QUESTION], [edited], context)
+    assert again.counts == [5, 0]
+    again.rerank(["another question"], [cands], context)
+    assert again.counts == [10, 0]
+
+
+def test_a_damaged_cache_is_set_aside_and_rebuilt(tmp_path, t5_dir, capsys):
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    cands = candidates()
+    reranker = upr(t5_dir)
+    reranker.rerank([QUESTION], [cands], context)
+    for cache in reranker._caches.values():
+        cache.close()
+    (path,) = (tmp_path / "rerank" / "upr").glob("*.sqlite")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    path.write_bytes(b"not a database" * 100)
+    again = upr(t5_dir)
+    again.rerank([QUESTION], [cands], context)
+    assert again.counts == [5, 0]
+    assert "score cache" in capsys.readouterr().err
+    assert path.with_name(path.name + ".damaged").exists()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 5
+
+
+def test_bad_options_are_one_line_errors(t5_dir):
+    from harness import registry
+    from harness.errors import HarnessError
+
+    for options, fragment in (
+        ({"model": str(t5_dir), "precision": "fp8"}, "precision must be one of"),
+        ({"model": str(t5_dir), "precision": "fp16"}, "fp16 needs a GPU"),
+        ({"model": str(t5_dir), "batch_size": 0}, "batch_size must be a positive integer"),
+        ({"model": str(t5_dir), "question_target": "Q: {q}"}, "question_target must be text using exactly {question}"),
+        ({"model": str(t5_dir), "passage_prompt": "{text"}, "passage_prompt: '{text' is not a valid template"),
+        ({"model": ""}, "a model name or directory is required"),
+    ):
+        with pytest.raises(HarnessError, match=fragment):
+            registry.load("rerankers", "upr", options)
+    missing = registry.load("rerankers", "upr", {"model": str(t5_dir.parent / "nope")}).value
+    with pytest.raises(HarnessError, match="cannot load sequence-to-sequence model"):
+        missing.score(QUESTION, PASSAGES[:1])
+
+
+def test_bm25_on_demo_reranked_by_upr_reaches_the_leaderboard(tmp_path, t5_dir, capsys):
+    from harness.cli.main import main
+
+    results = tmp_path / "results"
+    code = main(["run", "--retriever", "bm25", "--suite", "demo", "--k", "1,5", "--rerank", "upr",
+                 "--rerank-depth", "5", "-R", f"model={t5_dir}", "--no-progress",
+                 "--results-dir", str(results), "--cache-dir", str(tmp_path / "cache")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (path,) = results.glob("demo--bm25+upr--*.json")
+    data = json.loads(path.read_text())
+    assert data["retriever"]["name"] == "bm25" and data["retriever"]["parameters"]["k1"] == 0.9
+    reranker = data["reranker"]
+    assert reranker["name"] == "upr" and reranker["plugin"] == "rerank" and reranker["depth"] == 5
+    assert reranker["parameters"]["model"].startswith("tiny-t5 (sha256:")
+    assert reranker["parameters"]["precision"] == "fp32"
+    board = tmp_path / "LB.md"
+    assert main(["leaderboard", "--results-dir", str(results), "--output", str(board)]) == 0
+    assert "| bm25 » upr(tiny-t5, top-5) " in board.read_text()
+    assert main(["leaderboard", "--results-dir", str(results), "--output", str(board), "--check"]) == 0
