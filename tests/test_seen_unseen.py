@@ -69,10 +69,14 @@ def test_demo_splits(tmp_path, demo):
     path.write_text(json.dumps(training))
     # a file named after a part labels that part seen
     (tmp_path / "P20.train.json").write_text(json.dumps([{"question": "x?", "answers": ["y"]}]))
-    splits = {s.kind: s for s in splits_for(demo, [path, tmp_path / "P20.train.json"])}
+    # unlabelled training questions: relations by question pattern
+    splits = {s.kind: s for s in splits_for(demo, [path])}
     relation = splits["relation"]
-    assert "P19" in relation.parts_seen and "P20" in relation.parts_seen and "P17" in relation.parts_seen
+    assert "P19" in relation.parts_seen and "P17" in relation.parts_seen and "P20" not in relation.parts_seen
     assert relation.seen[first.id] and not relation.seen[next(p for p in demo.parts if p.name == "P36").questions[0].id]
+    # with labels (here a file named after a part), the labels alone say which relations were seen
+    labelled = {s.kind: s for s in splits_for(demo, [path, tmp_path / "P20.train.json"])}
+    assert labelled["relation"].parts_seen == ["P20"]
     assert splits["entity"].seen[first.id]
     assert splits["question"].seen[p17.questions[0].id] and sum(splits["question"].seen.values()) == 1
     assert splits["answer"].seen[p17.questions[0].id]

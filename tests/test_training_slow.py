@@ -81,3 +81,37 @@ def test_two_processes_under_torchrun_train_like_one_with_the_global_batch(tiny,
     assert a.keys() == b.keys()
     worst = max(float((a[k] - b[k]).abs().max()) for k in a)
     assert worst < 4 * 2e-5, worst
+
+
+def test_dpr_on_demo_train_beats_its_initial_checkpoint_on_demo_dev(tmp_path):
+    """End to end offline: a small random BERT (hidden 64, mean pooling) trained with ``dpr`` on
+    ``demo-train`` (BM25-mined, made by ``harness train --data demo-train``) against the same
+    architecture untrained, on ``demo-dev`` top-20 (measured: 1.1 -> 32.5)."""
+    import json
+
+    from test_dense_models import save_tokenizer
+    from transformers import BertConfig, BertModel
+
+    from harness.cli.main import main
+
+    model = tmp_path / "small"
+    save_tokenizer(model)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256)
+    BertModel(config, add_pooling_layer=False).save_pretrained(model)
+    out = tmp_path / "dpr"
+    assert main([
+        "train", "--variant", "dpr", "--data", "demo-train", "--model", str(model), "--output", str(out),
+        "--pooling", "mean", "--epochs", "3", "--batch-size", "32", "--lr", "2e-4", "--warmup-ratio", "0.1",
+        "--max-passage-length", "128", "--max-question-length", "32", "--no-progress", "--logging-steps", "50",
+    ]) == 0
+    results = tmp_path / "results"
+    assert main(["run", "--retriever", "trained", "-o", f"path={out}", "--suite", "demo-dev", "--k", "20",
+                 "--results-dir", str(results), "--no-progress"]) == 0
+    assert main(["run", "--retriever", "dense", "-o", f"query_model={model}", "-o", "pooling=mean", "-o", "format=title_text",
+                 "-o", "max_length=128", "--suite", "demo-dev", "--k", "20", "--results-dir", str(results), "--no-progress"]) == 0
+    top20 = {}
+    for path in results.glob("*.json"):
+        result = json.loads(path.read_text())
+        top20[result["retriever"]["name"]] = result["metrics"]["accuracy"]["macro"]["20"]
+    assert top20["trained"] > top20["dense"] + 0.15, top20

@@ -3,8 +3,9 @@
 Four splits of a suite's questions, each against the training questions and answers:
 
 - ``relation``: for suites with several parts (EntityQuestions relations), a part is *seen* when a
-  training question has that part's label (a ``relation`` / ``part`` field, or a file named after
-  the part, e.g. ``P19.train.json``) or follows the part's question pattern. A part's pattern is
+  training question has that part's label (a ``label`` / ``relation`` / ``part`` field, or a file
+  named after the part, e.g. ``P19.train.json``); when no training question has a label, when one
+  follows the part's question pattern (two relations may share one). A part's pattern is
   the longest word prefix and suffix all its questions share (``Where was [X] born?``); a training
   question follows it when it starts with the prefix, ends with the suffix and has words between.
   Reported as macro averages over the seen parts and over the unseen ones.
@@ -188,7 +189,9 @@ def splits_for(suite, training: Sequence[Path]) -> list[Split]:
                     followed.add(name)
     splits: list[Split] = []
     if len(suite.parts) > 1:
-        seen_parts = [n for n in part_names if n in labelled or n in followed]
+        # labels, when the training data has them, are the relations; patterns only stand in for them
+        # (two relations may share a question pattern: "Where is [X] located?")
+        seen_parts = [n for n in part_names if (n in labelled if labelled else n in followed)]
         splits.append(Split("relation", {q.id: p.name in seen_parts for p in suite.parts for q in p.questions}, True, seen_parts))
     entities: dict[str, tuple[str, ...]] = {}
     for p in suite.parts:

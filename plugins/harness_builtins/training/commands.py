@@ -37,7 +37,7 @@ def _is_number(text: str) -> bool:
 @click.command("train")
 @click.option("--variant", required=True, help="A training variant (harness list variants).")
 @click.option("--data", "data", multiple=True, required=True, help="Training data: a DPR training JSON (or .json.gz, .jsonl) or a suite name (its questions with BM25-mined positives and negatives); FILE:WEIGHT to mix several.")
-@click.option("--model", required=True, help="Initial model: a hub id or a local directory (sentence-transformers or transformers).")
+@click.option("--model", required=True, help="Initial model: a hub id, a local directory (sentence-transformers or transformers), or minilm (the packaged all-MiniLM-L6-v2, offline).")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True, help="The checkpoint directory to write.")
 @click.option("--epochs", type=float, default=None, help="Passes over the data (default 1).")
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")

