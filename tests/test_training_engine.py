@@ -252,3 +252,36 @@ def test_mixtures_resize_each_dataset_by_its_weight():
     assert half == mixture([a, b], [0.5, 1.0], seed=0) and half[0] != mixture([a, b], [0.5, 1.0], seed=1)[0]
     rr = mixture([a, b], [1.0, 1.0], seed=0, mode="round_robin")
     assert [len(x) for x in rr] == [4, 4]
+
+
+def test_export_to_dpr_gives_the_same_vectors_to_transformers_and_the_dense_retriever(tiny, data, tmp_path):
+    """Trained with DPR's passage format and CLS pooling, the checkpoint exports to
+    DPRQuestionEncoder / DPRContextEncoder whose outputs equal the trained encoders'."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
+
+    from harness import registry
+
+    assert train(tiny, data, tmp_path / "t", "dpr", "--format", "dpr") == 0
+    assert main(["export-dpr", str(tmp_path / "t"), str(tmp_path / "dpr")]) == 0
+    st = SentenceTransformer(str(tmp_path / "t" / "model"), device="cpu")
+    question, title, text = "what colour is the flag of land 3?", "Land 3", "The flag of land 3 is yellow."
+    q_enc = DPRQuestionEncoder.from_pretrained(str(tmp_path / "dpr" / "question_encoder")).eval()
+    c_enc = DPRContextEncoder.from_pretrained(str(tmp_path / "dpr" / "ctx_encoder")).eval()
+    tok = AutoTokenizer.from_pretrained(str(tmp_path / "dpr" / "ctx_encoder"))
+    with torch.no_grad():
+        q = q_enc(**tok(question, return_tensors="pt")).pooler_output.numpy()
+        # DPR's own input: the pair (title, text), token types all zero as DPR feeds them
+        pair = tok(title, text, return_tensors="pt")
+        pair["token_type_ids"] = torch.zeros_like(pair["input_ids"])
+        c = c_enc(**pair).pooler_output.numpy()
+    assert np.allclose(q, st.encode_query([question]), atol=1e-5)
+    trained = registry.load("retrievers", "trained", {"path": str(tmp_path / "t")}).value
+    assert np.allclose(c, trained.encoder.encode_passages([(title, text)]), atol=1e-5)
+    dense = registry.load("encoders", "dense", {
+        "query_model": str(tmp_path / "dpr" / "question_encoder"), "passage_model": str(tmp_path / "dpr" / "ctx_encoder"),
+        "pooling": "cls", "format": "dpr", "max_length": 32,
+    }).value
+    assert np.allclose(dense.encode_queries([question]), q, atol=1e-5)
+    assert np.allclose(dense.encode_passages([(title, text)]), c, atol=1e-5)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
 POOLINGS: tuple[str, ...] = ("cls", "mean", "pooler")
 FORMATS: tuple[str, ...] = ("dpr", "title_text", "text")
 #: Formats a sentence-transformers model accepts (it takes strings, not segment pairs).
-ST_FORMATS: tuple[str, ...] = ("title_text", "text")
+ST_FORMATS: tuple[str, ...] = ("title_text", "text", "dpr")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "fp16", "bf16")
 
 
@@ -551,6 +551,9 @@ class SentenceTransformerEncoder(_DeviceSettings):
         return self._encode("encode_query", list(queries))
 
     def encode_passages(self, passages: Sequence[PassageInput]) -> np.ndarray:
+        if self.format == "dpr":  # DPR's "[CLS] title [SEP] text [SEP]": the separator is a special token
+            sep = self.model.tokenizer.sep_token
+            return self._encode("encode_document", [f"{t} {sep} {x}" for t, x in passages])
         return self._encode("encode_document", [passage_string(t, x, self.format) for t, x in passages])
 
 

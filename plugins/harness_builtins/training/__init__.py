@@ -85,6 +85,7 @@ def register_variants(register):
 
 @hookimpl
 def register_commands(cli):
-    from harness_builtins.training.commands import train_command
+    from harness_builtins.training.commands import export_dpr_command, train_command
 
     cli.add_command(train_command)
+    cli.add_command(export_dpr_command)

@@ -49,7 +49,7 @@ def _is_number(text: str) -> bool:
 @click.option("--hard-negatives", type=int, default=None, help="Hard negatives per question (default: the variant's, 1 for DPR).")
 @click.option("--max-question-length", type=int, default=None, help="Question tokens (default 64).")
 @click.option("--max-passage-length", type=int, default=None, help="Passage tokens (default 256).")
-@click.option("--format", "format", type=click.Choice(["title_text", "text"]), default=None, help="Passage input: title + text (default) or text only.")
+@click.option("--format", "format", type=click.Choice(["title_text", "text", "dpr"]), default=None, help="Passage input: title + text (default), text only, or DPR's title [SEP] text (for export-dpr).")
 @click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a transformers model (default cls, as DPR).")
 @click.option("--mixture", type=click.Choice(["proportional", "round_robin"]), default=None, help="How several --data files are mixed (default proportional).")
 @click.option("--save-steps", type=int, default=None, help="Checkpoint every N steps (default 500).")
@@ -76,3 +76,15 @@ def train_command(variant, data, model, output, loss_options, sampler_options, r
     )
     path = train(settings)
     click.echo(f"wrote {path} (variant {variant}; load it with: harness run --retriever trained -o path={path})")
+
+
+@click.command("export-dpr")
+@click.argument("checkpoint", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+def export_dpr_command(checkpoint: Path, dest: Path) -> None:
+    """Write a harness train CHECKPOINT in DPR's Hugging Face format: DEST/question_encoder
+    (DPRQuestionEncoder) and DEST/ctx_encoder (DPRContextEncoder), for DPR, pyserini and transformers."""
+    from harness_builtins.training.export import export_dpr
+
+    path = export_dpr(checkpoint, dest)
+    click.echo(f"wrote {path}/question_encoder and {path}/ctx_encoder")

@@ -42,14 +42,21 @@ def negative_column(i: int) -> str:
     return f"negative_{i + 1}"
 
 
-def passage_text(title: str, text: str, format: str) -> str:
+FORMATS = ("title_text", "text", "dpr")
+
+
+def passage_text(title: str, text: str, format: str, sep: str = "[SEP]") -> str:
     """A passage as the encoder reads it: ``title_text`` is ``title + " " + text`` (the BEIR /
-    sentence-transformers convention the harness's ``st`` retriever uses), ``text`` the text alone."""
+    sentence-transformers convention the harness's ``st`` retriever uses), ``text`` the text alone,
+    ``dpr`` ``title [SEP] text``: tokenised as one sequence, DPR's ``[CLS] title [SEP] text [SEP]``
+    with the tokenizer's own separator (a special token, never split)."""
     if format == "title_text":
         return f"{title} {text}" if title else text
     if format == "text":
         return text
-    raise HarnessError(f"passage format must be title_text or text, got {format!r}")
+    if format == "dpr":
+        return f"{title} {sep} {text}"
+    raise HarnessError(f"passage format must be one of {', '.join(FORMATS)}, got {format!r}")
 
 
 @dataclass
@@ -169,7 +176,7 @@ class AugmentingColumns:
         return out
 
 
-def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format: str) -> dict[str, list]:
+def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format: str, sep: str = "[SEP]") -> dict[str, list]:
     """The dataset columns: question, positive (the first positive), ``negative_1..h`` (the first
     ``h`` hard negatives) and ``index``. Examples without a positive, or with fewer than ``h`` hard
     negatives, are left out (DPR drops them too) and counted by the caller."""
@@ -182,10 +189,10 @@ def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format:
         data["index"].append(len(data["index"]))
         data[QUESTION].append(example.question)
         p = example.positives[0]
-        data[POSITIVE].append(passage_text(p.title, p.text, format))
+        data[POSITIVE].append(passage_text(p.title, p.text, format, sep))
         for i in range(hard_negatives):
             n = example.hard_negatives[i]
-            data[negative_column(i)].append(passage_text(n.title, n.text, format))
+            data[negative_column(i)].append(passage_text(n.title, n.text, format, sep))
     return data
 
 

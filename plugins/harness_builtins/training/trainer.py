@@ -207,17 +207,18 @@ def train(settings: TrainSettings) -> Path:
             f"(harness data make-training) and train with a variant that reads them"
         )
     examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed, settings.mixture) for e in group]
-    data = columns(examples, hard_negatives=hard_negatives, format=settings.format)
-    kept = len(data[QUESTION])
-    if kept == 0:
-        raise HarnessError(f"no training example has a positive and {hard_negatives} hard negative(s)")
     usable = [e for e in examples if e.positives and len(e.hard_negatives) >= hard_negatives]
+    if not usable:
+        raise HarnessError(f"no training example has a positive and {hard_negatives} hard negative(s)")
 
     torch.manual_seed(settings.seed)
     model = build_model(
         settings.model, shared=recipe.shared_encoder, pooling=settings.pooling,
         max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length,
     )
+    sep = getattr(model.tokenizer, "sep_token", None) or "[SEP]"
+    data = columns(examples, hard_negatives=hard_negatives, format=settings.format, sep=sep)
+    kept = len(data[QUESTION])
     freeze_unused(model)
     if recipe.frozen:
         freeze(model, recipe.frozen)
