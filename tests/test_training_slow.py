@@ -115,3 +115,30 @@ def test_dpr_on_demo_train_beats_its_initial_checkpoint_on_demo_dev(tmp_path):
         result = json.loads(path.read_text())
         top20[result["retriever"]["name"]] = result["metrics"]["accuracy"]["macro"]["20"]
     assert top20["trained"] > top20["dense"] + 0.15, top20
+
+
+def test_dense_negatives_are_mined_by_a_trained_checkpoint(tiny, tmp_path):  # noqa: F811
+    import json
+
+    from harness.cli.main import main
+    from harness.data.training import AnswerCheck, read_training_examples, write_training_examples
+
+    mined = tmp_path / "bm25.json"
+    assert main(["data", "make-training", "--suite", "demo-train", "--retriever", "bm25", "--output", str(mined), "--no-progress"]) == 0
+    subset = tmp_path / "subset.json"
+    bm25 = list(read_training_examples(mined))[:48]
+    write_training_examples(subset, bm25)
+    first = tmp_path / "first"
+    common = ["--model", str(tiny), "--max-steps", "2", "--batch-size", "8", "--max-question-length", "16",
+              "--max-passage-length", "32", "--no-progress"]
+    assert main(["train", "--variant", "dpr", "--data", str(subset), "--output", str(first), *common]) == 0
+    second = tmp_path / "second"
+    assert main(["train", "--variant", "dense-negatives", "--data", str(subset), "--corpus", "demo-train",
+                 "-M", json.dumps({"path": str(first)}).join(["options=", ""]), "--output", str(second), *common]) == 0
+    record = json.loads((second / "harness_training.json").read_text())
+    assert record["miner"]["name"] == "retriever" and record["miner"]["options"]["retriever"] == "trained"
+    assert record["miner"]["corpus"] == "demo-train"
+    dense = list(read_training_examples(second / "mined.json"))
+    assert [e.question for e in dense] == [e.question for e in bm25]
+    assert all(not AnswerCheck(e.answers).anywhere(n) for e in dense for n in e.hard_negatives)
+    assert any(d.hard_negatives != b.hard_negatives for d, b in zip(dense, bm25))

@@ -56,11 +56,13 @@ def _is_number(text: str) -> bool:
 @click.option("--logging-steps", type=int, default=None, help="Log every N steps (default 10).")
 @click.option("--gradient-accumulation", type=int, default=None, help="Steps accumulated per update (default 1).")
 @click.option("--question-marker", default=None, help="Text put before every question (e.g. '[Q] '), as the variant's marker token.")
+@click.option("--corpus", default=None, help="The suite whose corpus a mining variant searches for hard negatives (default: the first --data suite).")
+@click.option("-M", "--miner-option", "miner_options", multiple=True, help="KEY=VALUE option of the variant's miner (e.g. -M options='{\"path\": \"runs/dpr\"}').")
 @click.option("-L", "--loss-option", "loss_options", multiple=True, help="KEY=VALUE option of the variant's loss (e.g. -L lambda_qq=0.1).")
 @click.option("-S", "--sampler-option", "sampler_options", multiple=True, help="KEY=VALUE option of the variant's batch sampler.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint in --output.")
 @no_progress_option
-def train_command(variant, data, model, output, loss_options, sampler_options, resume, no_progress=False, **given):
+def train_command(variant, data, model, output, loss_options, sampler_options, miner_options, resume, no_progress=False, **given):
     """Train a dual encoder with a variant's recipe and write a checkpoint directory.
 
     The checkpoint loads as a retriever (harness run --retriever trained -o path=OUTPUT), in
@@ -72,6 +74,7 @@ def train_command(variant, data, model, output, loss_options, sampler_options, r
         variant=variant, data=_data(data), model=model, output=output, resume=resume,
         progress=not no_progress, loss_options=parse_options(loss_options, "--loss-option"),
         sampler_options=parse_options(sampler_options, "--sampler-option"),
+        miner_options=parse_options(miner_options, "--miner-option"),
         given={k: v for k, v in given.items() if v is not None},
     )
     path = train(settings)

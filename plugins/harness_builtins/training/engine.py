@@ -84,10 +84,13 @@ class TrainSettings:
     logging_steps: int = 10
     gradient_accumulation: int = 1
     question_marker: str | None = None
+    #: The suite whose corpus a variant's miner searches (default: the first --data suite name).
+    corpus: str | None = None
     resume: bool = False
     progress: bool = True
     loss_options: dict[str, Any] = field(default_factory=dict)
     sampler_options: dict[str, Any] = field(default_factory=dict)
+    miner_options: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         def positive(name: str, value: float) -> None:

@@ -11,6 +11,8 @@ The output directory::
     OUT/train_log.jsonl         one line per logging step: step, epoch, loss, each loss part,
                                 learning rate, examples/s
     OUT/checkpoints/            the trainer's checkpoints (``--resume`` continues from the last)
+    OUT/mined.json              for variants with a miner: the training data with the mined
+                                hard negatives, in DPR's format
 
 ``OUT/model`` and the record are written only when training finishes (a temporary folder renamed
 into place); an interrupted run leaves its checkpoints, and ``--resume`` goes on from the last one.
@@ -49,6 +51,7 @@ LOG = "train_log.jsonl"
 MODEL_DIR = "model"
 CHECKPOINTS = "checkpoints"
 LOSS_STATE = "loss.safetensors"
+MINED = "mined.json"
 RECORD_SCHEMA = "harness-training/1"
 
 
@@ -169,6 +172,28 @@ def _read_data(settings: TrainSettings) -> tuple[list, list[dict[str, Any]]]:
     return datasets, records
 
 
+def _mine(recipe, settings: TrainSettings, datasets: list, hard_negatives: int) -> tuple[list, dict[str, Any]]:
+    """The variant's miner replaces every example's hard negatives, retrieving from the corpus of
+    ``settings.corpus`` (or of the first ``--data`` that is a suite name)."""
+    from harness.evaluate import make_context
+
+    corpus_suite = settings.corpus or next((str(n) for n, _ in settings.data if not Path(n).is_file() and str(n) in registry.suites()), None)
+    if corpus_suite is None:
+        raise HarnessError(f"variant {settings.variant!r} mines hard negatives: name the suite whose corpus to search with --corpus SUITE")
+    name, options = recipe.miner
+    options = {**dict(options), "negatives": hard_negatives, **settings.miner_options}
+    miner = registry.load("miners", name, options).value
+    suite = registry.load("suites", corpus_suite, {}).value
+    context = make_context(suite, show_progress=settings.progress)
+    mined = [miner(examples, suite.corpus, context) for examples in datasets]
+    parameters = miner.parameters() if hasattr(miner, "parameters") else options
+    return mined, {"name": name, "options": _jsonable_options(parameters), "corpus": corpus_suite}
+
+
+def _jsonable_options(options: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(options, default=str))
+
+
 def train(settings: TrainSettings) -> Path:
     """Train ``settings.variant`` and write ``settings.output`` (see the module docstring)."""
     import torch
@@ -201,11 +226,13 @@ def train(settings: TrainSettings) -> Path:
     hard_negatives = recipe.hard_negatives if settings.hard_negatives is None else settings.hard_negatives
 
     datasets, data_records = _read_data(settings)
+    miner_record = None
     if recipe.miner is not None:
-        raise HarnessError(
-            f"variant {settings.variant!r} mines its negatives: mine them into the data first "
-            f"(harness data make-training) and train with a variant that reads them"
-        )
+        from harness.data.training import write_training_examples
+
+        datasets, miner_record = _mine(recipe, settings, datasets, hard_negatives)
+        output.mkdir(parents=True, exist_ok=True)
+        write_training_examples(output / MINED, (e for group in datasets for e in group))
     examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed, settings.mixture) for e in group]
     usable = [e for e in examples if e.positives and len(e.hard_negatives) >= hard_negatives]
     if not usable:
@@ -323,6 +350,7 @@ def train(settings: TrainSettings) -> Path:
         "examples": {"read": sum(len(d) for d in datasets), "after_mixture": len(examples), "trained_on": kept,
                      "left_out": len(examples) - kept},
         "hard_negatives": hard_negatives,
+        "miner": miner_record,
         "format": settings.format,
         "seed": settings.seed,
         "steps": trainer.state.global_step,

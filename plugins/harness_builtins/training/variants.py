@@ -69,6 +69,12 @@ VARIANTS: tuple[VariantSpec, ...] = (
         reference="seed 000 §4.1 (Table 4.1: shuffled questions and passages)",
     ),
     VariantSpec(
+        name="dense-negatives",
+        description="DPR with hard negatives mined by a trained dense checkpoint (-M options='{\"path\": \"CHECKPOINT\"}') instead of BM25, answer-aware",
+        recipe=Recipe(miner=("retriever", {"retriever": "trained"})),
+        reference="seed 004 Table 3.1 (DPR hard negatives); ANCE-style",
+    ),
+    VariantSpec(
         name="multi-sim",
         description="shared encoder; adds question-question and passage-passage in-batch NLL terms (-L lambda_qq=, -L lambda_pp=)",
         recipe=Recipe(shared_encoder=True, loss=("multi-sim", {})),
