@@ -226,7 +226,7 @@ def test_plugins_lists_the_example_distribution(harness):
     line = line_for("example", ok(harness("plugins")))
     assert "harness-plugin-example 0.1.0" in line
     assert "(harness_plugin_example)" in line
-    assert "hooks: register_commands, register_encoders, register_retrievers, register_suites" in line
+    assert "hooks: register_commands, register_encoders, register_losses, register_retrievers, register_suites, register_variants" in line
 
 
 def test_list_shows_the_example_retriever_and_suite(harness):
@@ -431,3 +431,42 @@ def test_misspelled_hook_is_reported(sites, unavailable_builtins, tmp_path):
     strict = Harness([sites["typo"]], tmp_path, unavailable_builtins)
     error = one_line_error(strict("plugins"))
     assert "'typo'" in error and "register_retreivers" in error
+
+
+def test_a_third_party_loss_and_variant_train_end_to_end(harness, tmp_path):
+    """The example distribution's ``example-margin`` loss (its formula checked by hand here) and
+    variant, listed and used by ``harness train`` exactly like the built-ins."""
+    from test_training_engine import TINY, examples
+
+    from harness.data.training import write_training_examples
+
+    assert "hinge loss" in line_for("example-margin", ok(harness("list", "losses")))
+    assert "margin loss" in line_for("example-margin", ok(harness("list", "variants")))
+    # the loss by hand: q = [1, 0], passages [1, 0] (positive, score 1) and [0.5, 0] (score 0.5):
+    # max(0, 1 - 1 + 0.5) = 0.5 for margin 1
+    code = (
+        "import torch\nfrom harness import registry\n"
+        "loss = registry.load('losses', 'example-margin', {}).value\n"
+        "out = loss(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0], [0.5, 0.0]]), torch.tensor([0]))\n"
+        "print(float(out['loss']), float(out['violations']))\n"
+    )
+    assert ok(harness(command=[sys.executable, "-c", code])).split() == ["0.5", "1.0"]
+
+    import torch
+    from test_dense_models import save_tokenizer
+    from transformers import BertConfig, BertModel
+
+    model = tmp_path / "tiny"
+    save_tokenizer(model)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, **TINY), add_pooling_layer=False).save_pretrained(model)
+    data = tmp_path / "train.json"
+    write_training_examples(data, examples())
+    out = ok(harness("train", "--variant", "example-margin", "--data", str(data), "--model", str(model),
+                     "--output", str(tmp_path / "ckpt"), "--max-steps", "2", "--batch-size", "4",
+                     "--max-question-length", "16", "--max-passage-length", "32", "--no-progress"))
+    assert "wrote" in out
+    record = json.loads((tmp_path / "ckpt" / "harness_training.json").read_text(encoding="utf-8"))
+    assert record["variant"] == "example-margin" and record["recipe"]["loss"] == {"name": "example-margin", "options": {"margin": 1.0}}
+    log = [json.loads(line) for line in (tmp_path / "ckpt" / "train_log.jsonl").read_text().splitlines()]
+    assert any("loss/violations" in line for line in log)

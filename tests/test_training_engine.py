@@ -239,3 +239,16 @@ def test_two_processes_with_batch_b_equal_one_process_with_batch_2b(tmp_path):
     assert torch.allclose(two["loss"], loss.detach(), atol=1e-6)
     for a, b in zip(two["grads"], [p.grad for p in encoder.parameters()]):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_mixtures_resize_each_dataset_by_its_weight():
+    from harness_builtins.training.engine import mixture
+
+    a, b = examples()[:10], examples()[10:14]
+    prop = mixture([a, b], [1.0, 2.0], seed=0)
+    assert [len(x) for x in prop] == [10, 8] and prop[1][:4] == b and prop[1][4:] == b
+    half = mixture([a, b], [0.5, 1.0], seed=0)
+    assert len(half[0]) == 5 and set(e.question for e in half[0]) <= set(e.question for e in a)
+    assert half == mixture([a, b], [0.5, 1.0], seed=0) and half[0] != mixture([a, b], [0.5, 1.0], seed=1)[0]
+    rr = mixture([a, b], [1.0, 1.0], seed=0, mode="round_robin")
+    assert [len(x) for x in rr] == [4, 4]

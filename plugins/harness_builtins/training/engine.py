@@ -94,6 +94,8 @@ class TrainSettings:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= (1 if name == "warmup_ratio" else 10)):
                 raise HarnessError(f"--{name.replace('_', '-')} out of range: {value!r}")
+        if self.max_steps != -1 and self.max_steps < 1:
+            raise HarnessError(f"--max-steps must be a positive number, got {self.max_steps}")
         if self.hard_negatives is not None and self.hard_negatives < 0:
             raise HarnessError(f"--hard-negatives must be 0 or more, got {self.hard_negatives}")
         if self.mixture not in ("proportional", "round_robin"):
@@ -116,12 +118,18 @@ def file_fingerprint(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def mixture(datasets: Sequence[list[TrainingExample]], weights: Sequence[float], seed: int) -> list[list[TrainingExample]]:
-    """Each dataset resized to ``weight x its size`` examples: whole copies, then a seeded sample of
-    the remainder (weight 1 keeps it as it is; 0.5 keeps a seeded half; 2 repeats it twice)."""
+def mixture(
+    datasets: Sequence[list[TrainingExample]], weights: Sequence[float], seed: int, mode: str = "proportional"
+) -> list[list[TrainingExample]]:
+    """Each dataset resized to ``weight x size`` examples, where ``size`` is its own size
+    (``proportional``: weight 1 keeps it as it is, 0.5 a seeded half, 2 two copies) or the smallest
+    dataset's size (``round_robin``: every dataset contributes alike, as when batches alternate
+    between them until the smallest runs out). Whole copies first, then a seeded sample of the rest."""
+    smallest = min((len(d) for d in datasets), default=0)
     out = []
     for i, (examples, weight) in enumerate(zip(datasets, weights)):
-        target = round(weight * len(examples))
+        size = len(examples) if mode == "proportional" else smallest
+        target = round(weight * size)
         whole, rest = divmod(target, len(examples)) if examples else (0, 0)
         rng = random.Random(f"{seed}:mixture:{i}")
         out.append(list(examples) * whole + rng.sample(list(examples), rest))

@@ -182,13 +182,16 @@ def train(settings: TrainSettings) -> Path:
         from huggingface_hub.utils import disable_progress_bars
         from transformers.utils import logging as hf_logging
 
+        import datasets
+
         disable_progress_bars()
         hf_logging.disable_progress_bar()
+        datasets.disable_progress_bars()
     variant = registry.registry("variants").get(settings.variant)
     recipe = variant.recipe
     output = Path(settings.output)
-    if (output / RECORD).exists() and not settings.resume:
-        raise HarnessError(f"{output} already holds a trained checkpoint; choose another --output")
+    if (output / RECORD).exists():
+        raise HarnessError(f"{output} already holds a trained checkpoint (finished); choose another --output")
     checkpoints = output / CHECKPOINTS
     if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not settings.resume:
         raise HarnessError(f"{output} holds checkpoints of an unfinished run: add --resume to continue it, or choose another --output")
@@ -203,7 +206,7 @@ def train(settings: TrainSettings) -> Path:
             f"variant {settings.variant!r} mines its negatives: mine them into the data first "
             f"(harness data make-training) and train with a variant that reads them"
         )
-    examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed) for e in group]
+    examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed, settings.mixture) for e in group]
     data = columns(examples, hard_negatives=hard_negatives, format=settings.format)
     kept = len(data[QUESTION])
     if kept == 0:
@@ -264,6 +267,7 @@ def train(settings: TrainSettings) -> Path:
         data_seed=settings.seed,
         bf16=cuda and torch.cuda.is_bf16_supported(),
         use_cpu=not cuda,
+        ddp_backend="gloo" if not cuda and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
         save_strategy="steps",
         save_steps=settings.save_steps,
         logging_steps=settings.logging_steps,
@@ -285,8 +289,12 @@ def train(settings: TrainSettings) -> Path:
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
-    resume = settings.resume and checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
-    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    resume_from = last_complete_checkpoint(checkpoints) if settings.resume else None
+    if resume_from is not None:
+        _truncate_log(log_path, int(resume_from.name.split("-")[1]))
+    elif log_path.exists() and trainer.is_world_process_zero():
+        log_path.unlink()
+    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     if not trainer.is_world_process_zero():
         return output
 
@@ -320,6 +328,46 @@ def train(settings: TrainSettings) -> Path:
     }
     write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
     return output
+
+
+#: Files the trainer writes into every checkpoint (the model's own files besides).
+_CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt")
+
+
+def last_complete_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest ``checkpoint-N`` holding the trainer state, optimizer and scheduler; a
+    checkpoint cut short by a kill is skipped (with a warning), so a resume never reads it."""
+    from harness.errors import warn
+
+    found = []
+    for path in checkpoints.glob("checkpoint-*") if checkpoints.is_dir() else []:
+        step = path.name.removeprefix("checkpoint-")
+        if step.isdigit() and path.is_dir():
+            found.append((int(step), path))
+    for step, path in sorted(found, reverse=True):
+        if all((path / name).is_file() for name in _CHECKPOINT_FILES):
+            try:
+                state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                state = None
+            if isinstance(state, dict) and state.get("global_step") == step:
+                return path
+        warn(f"{path} is incomplete (cut short?); resuming from an earlier checkpoint")
+    return None
+
+
+def _truncate_log(log_path: Path, step: int) -> None:
+    """Keep the log lines up to ``step``: a resumed run logs the steps after it again."""
+    if not log_path.exists():
+        return
+    kept = []
+    for line in log_path.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line).get("step", 0) <= step:
+                kept.append(line)
+        except ValueError:
+            break  # a line cut short by the kill, and anything after it
+    write_text_atomic(log_path, "".join(k + "\n" for k in kept))
 
 
 def _has_tensorboard() -> bool:

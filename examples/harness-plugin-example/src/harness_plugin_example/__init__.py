@@ -1,4 +1,5 @@
-"""An example harness plugin: one retriever, one encoder, one suite and one command.
+"""An example harness plugin: one retriever, one encoder, one suite, one command, and a training
+loss with a variant that uses it.
 
 harness imports this module through the ``harness`` entry point declared in ``pyproject.toml`` and
 calls the hook functions below. Hooks only hand over cheap spec records; the retriever and the
@@ -8,7 +9,7 @@ suite are built by the specs' ``load`` functions, which import their modules laz
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.api import EncoderSpec, RetrieverSpec, SuiteSpec
+from harness.api import EncoderSpec, LossSpec, Recipe, RetrieverSpec, SuiteSpec, VariantSpec
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,38 @@ def load_suite():
     from harness_plugin_example.suite import capitals_suite
 
     return capitals_suite()
+
+
+def load_loss(**options):
+    """``LossSpec.load``: called only when a variant trains with ``example-margin`` (imports torch)."""
+    from harness_plugin_example.loss import MarginLoss
+
+    return MarginLoss(**options)
+
+
+@hookimpl
+def register_losses(register):
+    register(
+        LossSpec(
+            name="example-margin",
+            description="example plugin: hinge loss max(0, margin - s(q, p+) + s(q, p-)) over the batch's passages",
+            load=load_loss,
+            options={"margin": 1.0},
+        )
+    )
+
+
+@hookimpl
+def register_variants(register):
+    # A variant is a recipe of registered parts: here DPR's recipe with the example loss.
+    register(
+        VariantSpec(
+            name="example-margin",
+            description="example plugin: separate encoders trained with the margin loss",
+            recipe=Recipe(loss=("example-margin", {"margin": 1.0})),
+            reference="the example plugin's docs",
+        )
+    )
 
 
 @hookimpl
