@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,7 +68,16 @@ def test_two_processes_under_torchrun_train_like_one_with_the_global_batch(tiny,
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "harness.cli.main", *args]
     assert subprocess.run(command, env=_env()).returncode == 0
+    # before the first update both see the same weights: the same loss and the same gradient
+    # (its norm after DDP's averaging); Adam then moves every weight by about the learning rate
+    # whatever the gradient's size, so float-level differences of near-zero gradients may move a
+    # weight the other way: the weights agree to a few learning rates
+    first = [json.loads(line) for line in (one / "train_log.jsonl").read_text().splitlines()][0]
+    other = [json.loads(line) for line in (two / "train_log.jsonl").read_text().splitlines()][0]
+    assert first["step"] == other["step"] == 1
+    assert other["loss"] == pytest.approx(first["loss"], rel=1e-5)
+    assert other["grad_norm"] == pytest.approx(first["grad_norm"], rel=1e-4)
     a, b = weights(one), weights(two)
     assert a.keys() == b.keys()
     worst = max(float((a[k] - b[k]).abs().max()) for k in a)
-    assert worst < 1e-5, worst
+    assert worst < 4 * 2e-5, worst

@@ -74,6 +74,18 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
     return SentenceTransformer(modules=[router], device=device)
 
 
+def freeze_unused(model) -> int:
+    """Stop training what sentence-transformers never uses: the BERT pooler of a ``Transformer``
+    (its token embeddings are pooled, never ``pooler_output``). Under DDP every trained parameter
+    must receive a gradient each step; a never-used one would stall the reducer."""
+    frozen = 0
+    for name, parameter in model.named_parameters():
+        if ".pooler." in f".{name}" and parameter.requires_grad:
+            parameter.requires_grad_(False)
+            frozen += 1
+    return frozen
+
+
 def side_parameters(model, side: str) -> list:
     """The parameters of one side (``question`` or ``passage``) of a Router model; a shared encoder
     has no separate sides (an error)."""

@@ -42,7 +42,7 @@ from harness_builtins.training.engine import (
     recipe_record,
     settings_record,
 )
-from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, router_mapping
+from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
 
 RECORD = "harness_training.json"
 LOG = "train_log.jsonl"
@@ -218,6 +218,7 @@ def train(settings: TrainSettings) -> Path:
         settings.model, shared=recipe.shared_encoder, pooling=settings.pooling,
         max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length,
     )
+    freeze_unused(model)
     if recipe.frozen:
         freeze(model, recipe.frozen)
     loss_module = _part("losses", recipe.loss, _with_model_defaults("losses", recipe.loss, settings.loss_options, model))
@@ -268,6 +269,9 @@ def train(settings: TrainSettings) -> Path:
         bf16=cuda and torch.cuda.is_bf16_supported(),
         use_cpu=not cuda,
         ddp_backend="gloo" if not cuda and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
+        # each column is a separate forward of the model (and of one Router side): with unused
+        # parameters searched for after every forward, the other side's would be marked twice
+        ddp_find_unused_parameters=False,
         save_strategy="steps",
         save_steps=settings.save_steps,
         logging_steps=settings.logging_steps,
