@@ -34,7 +34,7 @@ def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
     "argv, fragments",
     [
         (["run", "--retriever", "bm52", "--suite", "demo"], ["unknown retriever 'bm52'", "did you mean 'bm25'?"]),
-        (["run", "--retriever", "bm25", "--suite", "dmeo"], ["unknown suite 'dmeo'", "did you mean 'demo'?"]),
+        (["run", "--retriever", "bm25", "--suite", "dmeo"], ["unknown suite 'dmeo'", "did you mean 'demo'"]),
         (["run", "-r", "bm25", "-s", "demo", "-m", "acuracy"], ["unknown metric 'acuracy'", "did you mean 'accuracy'?"]),
         (["run", "-r", "bm25", "-s", "demo", "--k", "0"], ["--k: '0' is not a positive integer"]),
         (["run", "-r", "bm25", "-s", "demo", "--k", "1,x"], ["--k: 'x' is not a positive integer"]),
