@@ -40,6 +40,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.testing",
     "harness.analysis.published",
     "harness.data.training",
+    "harness.util.models",
     "harness.matching",
     "harness.scoring",
     "harness.scoring.matching",

@@ -10,11 +10,8 @@ import pytest
 from harness import registry
 from harness.scoring.matching import has_answer
 from harness_builtins.demo import TRAIN_RELATIONS, demo_world, generate_world, load_demo_suite
-from harness_builtins.demo.world import (
-    DEV_QUESTIONS_PER_RELATION,
-    TRAIN_QUESTIONS_PER_RELATION,
-    load_templates,
-)
+from harness_builtins.demo.splits import DEV_QUESTIONS_PER_RELATION, TRAIN_QUESTIONS_PER_RELATION
+from harness_builtins.demo.world import load_templates
 
 RESULT = Path(__file__).resolve().parents[1] / "leaderboard" / "results" / "demo--bm25--4566dfd2.json"
 

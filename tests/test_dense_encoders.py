@@ -173,7 +173,7 @@ def test_sentence_transformers_encoder_uses_the_models_own_encode(tiny_models):
     text_only = SentenceTransformerEncoder(str(tiny_models.st), device="cpu", format="text")
     assert not np.allclose(text_only.encode_passages(PASSAGES[:1]), got[:1], atol=1e-4)
     with pytest.raises(HarnessError):
-        SentenceTransformerEncoder(str(tiny_models.st), format="dpr")
+        SentenceTransformerEncoder(str(tiny_models.st), format="title-sep-text")  # dpr, title_text and text are the formats
 
 
 def test_identity_follows_weights_and_settings_not_paths(tiny_models, tmp_path):

@@ -49,43 +49,34 @@ class TrainingExample:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LossSpec:
+class _PartSpec:
+    """A training part a plugin offers: ``load(**options)`` builds it; ``options`` documents the
+    keyword options ``load`` accepts, with their defaults."""
+
+    name: str
+    description: str
+    load: Callable[..., Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossSpec(_PartSpec):
     """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``."""
 
-    name: str
-    description: str
-    load: Callable[..., Any]
-    options: Mapping[str, Any] = field(default_factory=dict)
-
 
 @dataclass(frozen=True, kw_only=True)
-class SamplerSpec:
+class SamplerSpec(_PartSpec):
     """How an epoch's examples are cut into batches; ``load(**options)`` returns the sampler."""
 
-    name: str
-    description: str
-    load: Callable[..., Any]
-    options: Mapping[str, Any] = field(default_factory=dict)
-
 
 @dataclass(frozen=True, kw_only=True)
-class MinerSpec:
+class MinerSpec(_PartSpec):
     """Where hard negatives come from; ``load(**options)`` returns the miner."""
 
-    name: str
-    description: str
-    load: Callable[..., Any]
-    options: Mapping[str, Any] = field(default_factory=dict)
-
 
 @dataclass(frozen=True, kw_only=True)
-class AugmentationSpec:
+class AugmentationSpec(_PartSpec):
     """A change to input text at training time; ``load(**options)`` returns ``(text, rng) -> str``."""
-
-    name: str
-    description: str
-    load: Callable[..., Any]
-    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 #: A part of a recipe: a registered name and its options.

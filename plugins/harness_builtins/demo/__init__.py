@@ -5,7 +5,7 @@ Its numbers are not comparable to any published benchmark.
 
 - ``demo``: the test suite, 24 relations.
 - ``demo-train`` and ``demo-dev``: training and development questions over the same world and
-  corpus for the 12 :data:`~.world.TRAIN_RELATIONS` only, with subjects disjoint from ``demo``'s
+  corpus for the 12 :data:`~.splits.TRAIN_RELATIONS` only, with subjects disjoint from ``demo``'s
   and from each other's; ``demo`` then has seen and unseen relations.
 """
 
@@ -16,15 +16,8 @@ import functools
 from harness import hookimpl
 from harness.api import Suite, SuiteSpec
 
-from .world import (
-    DEFAULT_SEED,
-    DESCRIPTION,
-    SPLIT_DESCRIPTIONS,
-    TRAIN_RELATIONS,
-    Entity,
-    World,
-    generate_world,
-)
+from .splits import SPLIT_DESCRIPTIONS, TRAIN_RELATIONS
+from .world import DEFAULT_SEED, DESCRIPTION, Entity, World, generate_world
 
 
 @functools.cache
@@ -43,7 +36,7 @@ def load_demo_suite() -> Suite:
 def load_demo_split(split: str) -> Suite:
     """``demo-train`` or ``demo-dev`` (generated once per process); its corpus is the very
     corpus object of :func:`load_demo_suite`."""
-    return demo_world().split_suite(split, corpus=load_demo_suite().corpus)
+    return demo_world().suite(split, corpus=load_demo_suite().corpus)
 
 
 def load_demo_train_suite() -> Suite:

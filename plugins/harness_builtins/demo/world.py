@@ -26,10 +26,8 @@ Shape of the world (the style of EntityQuestions over DPR's Wikipedia):
 - Questions instantiate the relation's EntityQuestions template with the subject's name; the
   answer is the object's name (and its alias). Only facts whose answer matches (by DPR's string
   rule) the text of some passage of the subject's article are asked.
-- Training splits (``demo-train``, ``demo-dev``): questions about the 12 :data:`TRAIN_RELATIONS`
-  over the same world and corpus, drawn after the test questions from the subjects left (so the
-  test suite is exactly what it was before the splits existed), subjects disjoint between test,
-  dev and train.
+- Training splits (``demo-train``, ``demo-dev``, :mod:`.splits`): 12 relations' questions over the
+  same world, drawn after the test questions from the subjects left.
 """
 
 from __future__ import annotations
@@ -49,29 +47,12 @@ from . import values as V
 from .names import NameForge, Zipf, fold
 from .entities import Entity, answers_of
 from .render import ArticleWriter, _article
+from .splits import SPLIT_DESCRIPTIONS, split_questions
 
 DEFAULT_SEED = 20240521
 QUESTIONS_PER_RELATION = 42
 CORPUS_NAME = "demo-synthetic-wiki"
 
-#: The relations the ``demo-train`` and ``demo-dev`` splits ask about: every other relation in
-#: relation-id order, starting with the second (P19, P26, P40, ...). The test suite ``demo`` asks
-#: all 24, so it has 12 *seen* and 12 *unseen* relations (EntityQuestions' headline: a dense
-#: retriever trained on a relation's question pattern generalises to new entities, not to unseen
-#: relations). This alternation was chosen over the one starting with P17 because each of its
-#: relations has at least a hundred answerable subjects left after the test questions (P36,
-#: P127, P176 and P276 have fewer than 90), and because it puts the place-of-birth (P19) and
-#: headquarters (P159) relations of the EntityQuestions analyses among the seen ones, while their
-#: near neighbours place-of-death (P20) and creator (P170) stay unseen.
-TRAIN_RELATIONS: tuple[str, ...] = (
-    "P19", "P26", "P40", "P69", "P112", "P131", "P159", "P175", "P264", "P407", "P495", "P800",
-)
-#: The most questions per training relation in ``demo-train`` and ``demo-dev`` (fewer where the
-#: world has fewer answerable subjects left; dev is drawn first, so it is always full).
-TRAIN_QUESTIONS_PER_RELATION = 200
-DEV_QUESTIONS_PER_RELATION = 30
-#: The training splits in the order they are drawn, with their sizes per relation.
-SPLITS: tuple[tuple[str, int], ...] = (("dev", DEV_QUESTIONS_PER_RELATION), ("train", TRAIN_QUESTIONS_PER_RELATION))
 
 #: Pareto shape of fame (smaller is more skewed); facts weigh their objects by
 #: ``min(fame, FACT_FAME_CAP) ** FACT_FAME_EXPONENT`` (a long tail of birthplaces, labels...).
@@ -97,15 +78,6 @@ DESCRIPTION = (
     "are not comparable to any published benchmark."
 )
 
-SPLIT_DESCRIPTIONS = {
-    split: (
-        f"SYNTHETIC {split} questions of the demo world (same corpus as 'demo'; subjects disjoint "
-        f"from 'demo' and from the other split) for the 12 training relations "
-        f"{', '.join(TRAIN_RELATIONS)}: 'demo' then has seen and unseen relations. For trying "
-        "training offline; its numbers are not comparable to any published benchmark."
-    )
-    for split, _size in SPLITS
-}
 
 
 def load_templates() -> dict[str, str]:
@@ -128,35 +100,24 @@ class World:
     #: question id -> (subject, relation)
     subjects: Mapping[str, tuple[Entity, str]]
     templates: Mapping[str, str]
-    #: split name ("train", "dev") -> its parts, one per relation of :data:`TRAIN_RELATIONS`
+    #: split name ("train", "dev") -> its parts, one per relation of :data:`.splits.TRAIN_RELATIONS`
     splits: Mapping[str, tuple[Part, ...]] = field(default_factory=dict)
     #: question id of a split -> (subject, relation)
     split_subjects: Mapping[str, tuple[Entity, str]] = field(default_factory=dict)
 
-    def suite(self) -> Suite:
-        return Suite(
-            name="demo",
-            parts=self.parts,
-            corpus=InMemoryCorpus(CORPUS_NAME, self.passages),
-            match="string",
-            default_k=(1, 5, 20, 100),
-            synthetic=True,
-            description=DESCRIPTION,
-        )
-
-    def split_suite(self, split: str, corpus: Corpus | None = None) -> Suite:
-        """The suite ``demo-<split>`` ("train" or "dev") over the same corpus as :meth:`suite`
-        (pass ``corpus`` to share one already built)."""
-        if split not in self.splits:
+    def suite(self, split: str | None = None, corpus: Corpus | None = None) -> Suite:
+        """The suite ``demo`` (the test questions), or ``demo-<split>`` ("train" or "dev"), over
+        the world's corpus (pass ``corpus`` to share one already built)."""
+        if split is not None and split not in self.splits:
             raise KeyError(f"the demo world has no split {split!r}; it has {', '.join(self.splits)}")
         return Suite(
-            name=f"demo-{split}",
-            parts=self.splits[split],
+            name="demo" if split is None else f"demo-{split}",
+            parts=self.parts if split is None else self.splits[split],
             corpus=corpus if corpus is not None else InMemoryCorpus(CORPUS_NAME, self.passages),
             match="string",
             default_k=(1, 5, 20, 100),
             synthetic=True,
-            description=SPLIT_DESCRIPTIONS[split],
+            description=DESCRIPTION if split is None else SPLIT_DESCRIPTIONS[split],
         )
 
 
@@ -725,54 +686,6 @@ class _Builder(ArticleWriter):
             parts.append(Part(name=relation, questions=tuple(questions)))
         return parts, subjects
 
-    def split_questions(self, templates: Mapping[str, str], asked: Mapping[str, tuple[Entity, str]],
-                        parts: Sequence[Part], relations: Sequence[str] = TRAIN_RELATIONS,
-                        splits: Sequence[tuple[str, int]] = SPLITS
-                        ) -> tuple[dict[str, tuple[Part, ...]], dict[str, tuple[Entity, str]]]:
-        """Questions of the training splits, drawn after the test questions (``parts``, whose
-        subjects are ``asked``) so that the random stream that made them is untouched.
-
-        Each split asks about ``relations``, up to its size per relation, subjects no earlier split
-        (the test questions included) asked about; within a split one subject may be asked about
-        for several relations. A question text an earlier split asked (a namesake's) is skipped.
-        """
-        rng = self.rng
-        taken = {e.id for e, _relation in asked.values()}  # membership only
-        texts = {q.text for part in parts for q in part.questions}  # membership only
-        out: dict[str, tuple[Part, ...]] = {}
-        subjects: dict[str, tuple[Entity, str]] = {}
-        answerable: dict[str, list[Entity]] = {relation: [] for relation in relations}
-        for e in self.entities:
-            for relation in e.facts:
-                if relation in answerable and e.answerable(relation):
-                    answerable[relation].append(e)
-        for split, per_relation in splits:
-            split_parts: list[Part] = []
-            split_taken: set[int] = set()
-            split_texts: set[str] = set()
-            for relation in relations:
-                template = templates[relation]
-                candidates = [e for e in answerable[relation] if e.id not in taken]
-                rng.shuffle(candidates)
-                questions: list[Question] = []
-                for e in candidates:
-                    if len(questions) == per_relation:
-                        break
-                    text = template.replace("[X]", e.name)
-                    if text in texts or text in split_texts:
-                        continue
-                    split_texts.add(text)
-                    split_taken.add(e.id)
-                    qid = f"{relation}-{split}-{len(questions) + 1:04d}"
-                    questions.append(Question(id=qid, text=text, answers=answers_of(e.facts[relation])))
-                    subjects[qid] = (e, relation)
-                split_parts.append(Part(name=relation, questions=tuple(questions)))
-            taken |= split_taken
-            texts |= split_texts
-            out[split] = tuple(split_parts)
-        return out, subjects
-
-
 def generate_world(seed: int = DEFAULT_SEED, *, questions_per_relation: int = QUESTIONS_PER_RELATION) -> World:
     """Generate the demo world from ``seed`` (deterministic)."""
     templates = load_templates()
@@ -781,7 +694,7 @@ def generate_world(seed: int = DEFAULT_SEED, *, questions_per_relation: int = QU
     passages = builder.passages()
     parts, subjects = builder.questions(templates, questions_per_relation)
     # drawn last: the test questions above come out of the random stream exactly as before
-    splits, split_subjects = builder.split_questions(templates, subjects, parts)
+    splits, split_subjects = split_questions(builder, templates, subjects, parts)
     return World(seed=seed, entities=tuple(builder.entities), passages=tuple(passages),
                  parts=tuple(parts), subjects=subjects, templates=templates,
                  splits=splits, split_subjects=split_subjects)

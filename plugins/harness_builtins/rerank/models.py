@@ -1,83 +1,14 @@
-"""Where a re-ranker's model comes from (a hub id with an optional revision, or a directory), how
-it is identified in results and caches, and the device, precision and option checks they share."""
+"""The device, precision and option checks the re-rankers share; where their models come from is
+the core's :class:`harness.util.models.ModelRef` (re-exported here with :func:`directory_digest`)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-
-#: Files of a model directory that determine its outputs (weights, configs, vocabularies).
-_MODEL_FILE_SUFFIXES = (".json", ".txt", ".model", ".safetensors", ".bin", ".pt", ".pth")
-#: Training leftovers that may sit in a checkpoint directory but do not change the model.
-_IGNORED_PREFIXES = ("optimizer", "scheduler", "trainer_state", "training_args", "rng_state", "readme", ".")
-_digest_cache: dict[tuple[str, tuple], str] = {}
+from harness.util.models import ModelRef, directory_digest
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def directory_digest(path: str | os.PathLike) -> str:
-    """``sha256:<hex>`` over a model directory's relevant files (relative path, size, content),
-    recursively; READMEs, hidden files and trainer state do not count. Cached per process by the
-    files' sizes and modification times."""
-    root = Path(path).expanduser().resolve()
-    files = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in _MODEL_FILE_SUFFIXES
-        and not any(part.lower().startswith(_IGNORED_PREFIXES) for part in p.relative_to(root).parts)
-    )
-    if not files:
-        raise HarnessError(f"{root}: no model files (config, weights, vocabulary) in this directory")
-    stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    key = (str(root), stamp)
-    if key not in _digest_cache:
-        digest = hashlib.sha256()
-        for p in files:
-            rel = p.relative_to(root).as_posix().encode()
-            digest.update(len(rel).to_bytes(8, "little") + rel + p.stat().st_size.to_bytes(8, "little"))
-            with open(p, "rb") as f:
-                while block := f.read(1 << 22):
-                    digest.update(block)
-        _digest_cache[key] = "sha256:" + digest.hexdigest()
-    return _digest_cache[key]
-
-
-class ModelRef:
-    """A hub id (with an optional revision) or a local directory; a directory is identified by its
-    content (:func:`directory_digest`), never by its path."""
-
-    def __init__(self, name_or_path: Any, revision: str | None = None):
-        if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip():
-            raise HarnessError("a model name or directory is required (-R model=HUB_ID_OR_DIR)")
-        self.name_or_path = str(name_or_path)
-        self.revision = revision
-
-    @property
-    def local(self) -> bool:
-        return Path(self.name_or_path).expanduser().is_dir()
-
-    @property
-    def path(self) -> str:
-        """What ``from_pretrained`` receives."""
-        return str(Path(self.name_or_path).expanduser()) if self.local else self.name_or_path
-
-    def identity(self) -> str:
-        """What caches are keyed by: the directory's content digest, or hub id and revision."""
-        if self.local:
-            return f"dir:{directory_digest(self.name_or_path)}"
-        return f"hub:{self.name_or_path}@{self.revision or 'main'}"
-
-    def describe(self) -> str:
-        """The model as recorded in results: hub id (and revision), or name and content digest."""
-        if self.local:
-            name = Path(self.name_or_path).expanduser().resolve().name
-            return f"{name} ({directory_digest(self.name_or_path)[:19]})"
-        return f"{self.name_or_path}@{self.revision}" if self.revision else self.name_or_path
 
 
 def resolve_device(device: Any) -> str:
@@ -124,3 +55,6 @@ def positive_int(name: str, value: Any, default: int) -> int:
 
 def default_batch_size(value: Any, device: str) -> int:
     return positive_int("batch_size", value, 32 if device.startswith("cuda") else 16)
+
+
+__all__ = ["ModelRef", "directory_digest", "PRECISIONS", "resolve_device", "resolve_precision", "torch_dtype", "positive_int", "default_batch_size"]
