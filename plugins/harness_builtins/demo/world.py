@@ -686,6 +686,7 @@ class _Builder(ArticleWriter):
             parts.append(Part(name=relation, questions=tuple(questions)))
         return parts, subjects
 
+
 def generate_world(seed: int = DEFAULT_SEED, *, questions_per_relation: int = QUESTIONS_PER_RELATION) -> World:
     """Generate the demo world from ``seed`` (deterministic)."""
     templates = load_templates()
