@@ -100,9 +100,8 @@ class World:
     #: question id -> (subject, relation)
     subjects: Mapping[str, tuple[Entity, str]]
     templates: Mapping[str, str]
-    #: split name ("train", "dev") -> its parts, one per relation of :data:`.splits.TRAIN_RELATIONS`
+    #: the training splits (:mod:`.splits`): split name -> parts; question id -> (subject, relation)
     splits: Mapping[str, tuple[Part, ...]] = field(default_factory=dict)
-    #: question id of a split -> (subject, relation)
     split_subjects: Mapping[str, tuple[Entity, str]] = field(default_factory=dict)
 
     def suite(self, split: str | None = None, corpus: Corpus | None = None) -> Suite:
