@@ -95,7 +95,8 @@ class TrainSettings:
     def check(self) -> None:
         def positive(name: str, value: float) -> None:
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise HarnessError(f"--{name.replace('_', '-')} must be a positive number, got {value!r}")
+                flag = "--lr" if name == "learning_rate" else f"--{name.replace('_', '-')}"
+                raise HarnessError(f"{flag} must be a positive number, got {value!r}")
 
         for name in ("learning_rate", "batch_size", "epochs", "max_question_length", "max_passage_length",
                      "save_steps", "logging_steps", "gradient_accumulation"):

@@ -61,12 +61,13 @@ def export_dpr(checkpoint: str | Path, dest: str | Path) -> Path:
         warn(f"{checkpoint} was trained on passages formatted {record.get('format')!r}; DPR tools feed 'title [SEP] text' "
              f"(train with --format dpr for an exact match)")
     model = SentenceTransformer(str(checkpoint / "model"), device="cpu")
+    encoders = {side: _bert(modules, side) for side, modules in _sides(model).items()}  # checked before writing
     dest.mkdir(parents=True)
     for side, (cls, prefix, folder) in {
         "question": (DPRQuestionEncoder, "question_encoder", "question_encoder"),
         "passage": (DPRContextEncoder, "ctx_encoder", "ctx_encoder"),
     }.items():
-        bert, tokenizer = _bert(_sides(model)[side], side)
+        bert, tokenizer = encoders[side]
         config = DPRConfig(**{k: v for k, v in bert.config.to_dict().items() if k in DPRConfig().to_dict()}, projection_dim=0)
         dpr = cls(config)
         state = {f"{prefix}.bert_model.{k}": v for k, v in bert.state_dict().items() if not k.startswith("pooler.")}

@@ -60,6 +60,8 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
     from sentence_transformers.sentence_transformer.modules import Pooling, Router, Transformer
 
     model = resolve_model(model)
+    if not Path(model).expanduser().exists() and (model.startswith((".", "/", "~")) or "\\" in model):
+        raise HarnessError(f"--model {model}: no such directory")
     try:
         if _is_sentence_transformers(model):
             from sentence_transformers.sentence_transformer.modules import Normalize
