@@ -63,7 +63,7 @@ def _with_model_defaults(kind: str, part, overrides: dict, model) -> dict:
     given = {**dict(part[1]), **overrides}
     out = dict(overrides)
     if "dim" in declared and given.get("dim") is None:
-        out["dim"] = model.get_sentence_embedding_dimension()
+        out["dim"] = model.get_embedding_dimension()
     if "embed" in declared and given.get("embed") is None and given.get("vectors") is None:
         def embed(examples):
             encode = getattr(model, "encode_query", model.encode)
