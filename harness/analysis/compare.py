@@ -18,7 +18,6 @@ statistic's name (systems, cutoff), so adding a system never changes another's n
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -121,10 +120,9 @@ class Comparison:
         }
 
 
-def _rng(seed: int, *names: object) -> np.random.Generator:
-    """A generator seeded by ``seed`` and the statistic's name (order-independent)."""
-    words = [zlib.crc32(str(n).encode("utf-8")) for n in names]
-    return np.random.default_rng(np.random.SeedSequence([seed, *words]))
+def _rng(seed: int, *names: object):
+    """The random stream of one statistic: :func:`harness.analysis.stats.seeded`."""
+    return stats.seeded(seed, *names)
 
 
 def find_result(reference: str, *, suite: str | None, results: Sequence[Result]) -> Result:

@@ -7,8 +7,11 @@ of one part is the plain mean. Resampling is *stratified*: each part is resample
 its own size, so every resample has the structure of the suite (the EntityQuestions relations keep
 their sizes).
 
-Determinism: every random draw comes from ``numpy.random.Generator(PCG64(seed))``, so the same
-values, seed and numpy version give the same numbers.
+Determinism: the harness draws from :func:`seeded`, a ``numpy.random.RandomState`` (Mersenne
+Twister), whose streams numpy keeps identical across versions (NEP 19), so the same values and seed
+give the same numbers on every machine and numpy release; that is what lets ``harness leaderboard
+--check`` compare intervals in a fresh install. The functions also accept a
+``numpy.random.Generator``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+def seeded(seed: int, *names: object):
+    """A ``RandomState`` seeded by ``seed`` and a statistic's names (``SeedSequence`` mixes them;
+    a name is hashed with CRC-32), so every statistic has its own stream whatever else is drawn."""
+    import zlib
+
+    words = [zlib.crc32(str(n).encode("utf-8")) for n in names]
+    state = np.random.SeedSequence([seed, *words]).generate_state(1)[0]
+    return np.random.RandomState(int(state))
+
+
+def _signs(rng, shape: tuple[int, int]) -> np.ndarray:
+    """Random +-1 of ``shape`` from a ``RandomState`` or a ``Generator``."""
+    if hasattr(rng, "integers"):
+        bits = rng.integers(0, 2, size=shape, dtype=np.int8)
+    else:
+        bits = rng.randint(0, 2, size=shape).astype(np.int8)
+    return bits * 2 - 1
+
 
 #: Default number of bootstrap resamples and of randomisation permutations.
 RESAMPLES = 10_000
@@ -39,7 +61,7 @@ def macro_mean(parts: Sequence[np.ndarray]) -> float:
     return float(np.mean([p.mean() for p in parts]))
 
 
-def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+def _resampled_means(values: np.ndarray, resamples: int, rng) -> np.ndarray:
     """Means of ``resamples`` bootstrap resamples of ``values`` (``n`` draws with replacement).
 
     Drawing ``n`` indices uniformly with replacement and averaging is the same distribution as
@@ -60,7 +82,7 @@ def _resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generato
 
 
 def bootstrap_distribution(
-    parts: Sequence[np.ndarray], *, resamples: int = RESAMPLES, rng: np.random.Generator
+    parts: Sequence[np.ndarray], *, resamples: int = RESAMPLES, rng
 ) -> np.ndarray:
     """The stratified bootstrap distribution of the macro mean: for each resample ``b``,
     ``S*_b = (1/P) * sum_p mean(x*_p,b)`` with ``x*_p,b`` drawn with replacement from part ``p``."""
@@ -83,7 +105,7 @@ def bootstrap_ci(
     *,
     confidence: float = 0.95,
     resamples: int = RESAMPLES,
-    rng: np.random.Generator,
+    rng,
 ) -> tuple[float, float]:
     """A percentile bootstrap confidence interval of the macro mean over ``parts`` (questions
     resampled within each part). For paired differences pass ``x_A - x_B`` per question."""
@@ -125,7 +147,7 @@ def paired_randomization(
     differences: Sequence[np.ndarray],
     *,
     permutations: int = RESAMPLES,
-    rng: np.random.Generator,
+    rng,
 ) -> float:
     """Two-sided paired randomisation (sign-flip) test of a macro-averaged difference.
 
@@ -156,7 +178,7 @@ def paired_randomization(
     chunk = max(1, _CHUNK_CELLS // len(d))
     for start in range(0, permutations, chunk):
         size = min(chunk, permutations - start)
-        signs = rng.integers(0, 2, size=(size, len(d)), dtype=np.int8) * 2 - 1
+        signs = _signs(rng, (size, len(d)))
         extreme += int(np.sum(np.abs(signs @ d) >= observed - tolerance))
     return (1 + extreme) / (1 + permutations)
 

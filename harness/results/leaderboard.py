@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -200,8 +199,7 @@ def _link(result: Result, relative_to: Path) -> str:
 
 
 def _interval(row: _Row, k: int) -> tuple[float, float]:
-    rng = np.random.default_rng(np.random.SeedSequence([SEED, zlib.crc32(f"{row.config_key()}|{k}".encode())]))
-    return stats.bootstrap_ci(row.hits(k), resamples=RESAMPLES, rng=rng)
+    return stats.bootstrap_ci(row.hits(k), resamples=RESAMPLES, rng=stats.seeded(SEED, row.config_key(), k))
 
 
 def _tied_with_best(rows: list[_Row], ks: Sequence[int]) -> dict[int, set[int]]:
