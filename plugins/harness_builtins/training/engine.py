@@ -22,11 +22,9 @@ question / passage encoders through ``Router``. The harness adds what DPR's reci
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import random
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,15 +221,3 @@ def recipe_record(recipe: Recipe) -> dict[str, Any]:
         "frozen": recipe.frozen,
         "defaults": dict(recipe.defaults),
     }
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def elapsed(since: float) -> float:
-    return round(time.monotonic() - since, 3)
-
-
-def describe(mapping: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in mapping.items())

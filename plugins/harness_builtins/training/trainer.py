@@ -25,7 +25,6 @@ import os
 import platform
 import random
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ from harness_builtins.training.engine import (
     columns,
     file_fingerprint,
     mixture,
-    negative_column,
     recipe_record,
     settings_record,
 )
