@@ -52,7 +52,7 @@ from harness.api import Corpus, Hit, MatchMode, Passage, Question, Retriever, Ru
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.matching import AnswerMatcher, screen
 from harness.util import jsonio
-from harness.util.atomic import remove_stale, temp_name
+from harness.util.atomic import atomic_file, remove_stale
 
 __all__ = [
     "ReadStats",
@@ -228,34 +228,27 @@ def write_training_examples(path: str | os.PathLike, examples: Iterable[Training
     lines = path.name.removesuffix(".gz").endswith(".jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path.parent, path.name)
-    tmp = temp_name(path)
     count = 0
-    try:
-        with open(tmp, "xb") as raw:  # 0666 & ~umask, like any file
-            stream = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gz else raw
-            with io.TextIOWrapper(stream, encoding="utf-8", newline="\n") as out:
-                if not lines:
-                    out.write("[")
-                for example in examples:
-                    if not isinstance(example, TrainingExample):
-                        raise TypeError(f"expected TrainingExample records, got {type(example).__name__}")
-                    record = json.dumps(_record(example), ensure_ascii=False)
-                    if lines:
-                        out.write(record + "\n")
-                    else:
-                        out.write(("\n" if count == 0 else ",\n") + record)
-                    count += 1
-                if not lines:
-                    out.write("\n]\n" if count else "]\n")
-                out.flush()
-                if gz:
-                    stream.close()  # writes the gzip trailer into raw
-                raw.flush()
-                os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as raw:
+        stream = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gz else raw
+        out = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        if not lines:
+            out.write("[")
+        for example in examples:
+            if not isinstance(example, TrainingExample):
+                raise TypeError(f"expected TrainingExample records, got {type(example).__name__}")
+            record = json.dumps(_record(example), ensure_ascii=False)
+            if lines:
+                out.write(record + "\n")
+            else:
+                out.write(("\n" if count == 0 else ",\n") + record)
+            count += 1
+        if not lines:
+            out.write("\n]\n" if count else "]\n")
+        out.flush()
+        out.detach()  # the file stays open: atomic_file flushes it to disk and renames it
+        if gz:
+            stream.close()  # writes the gzip trailer into the file
     return count
 
 

@@ -26,6 +26,7 @@ import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 #: The manifest :func:`mark_complete` writes into a finished folder.
 COMPLETE_FILE = ".harness-complete.json"
@@ -95,19 +96,28 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` via a temporary sibling and ``os.replace``."""
+    with atomic_file(path) as f:
+        f.write(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` through, piece by piece: a temporary sibling (created
+    0666 & ~umask, like any file), flushed to disk and renamed into place when the block ends;
+    removed when it raises, so ``path`` is complete or untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
     try:
-        with open(tmp, "xb") as f:  # created 0666 & ~umask, like any file
-            f.write(data)
+        with open(tmp, "xb") as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 def fsync_path(path: str | os.PathLike) -> None:

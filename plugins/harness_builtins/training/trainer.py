@@ -30,7 +30,7 @@ from typing import Any
 
 from harness import __version__, registry
 from harness.errors import HarnessError
-from harness.util.atomic import atomic_dir, write_text_atomic
+from harness.util.atomic import atomic_dir, write_bytes_atomic, write_text_atomic
 
 from harness_builtins.training.engine import (
     QUESTION,
@@ -332,11 +332,9 @@ def train(settings: TrainSettings) -> Path:
         model.save(str(tmp))
     state = {k: v for k, v in loss_module.state_dict().items()}
     if state:
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
-        tmp_state = output / f".{LOSS_STATE}.{os.getpid()}.tmp"
-        save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_state))
-        os.replace(tmp_state, output / LOSS_STATE)
+        write_bytes_atomic(output / LOSS_STATE, save({k: v.contiguous() for k, v in state.items()}))
     record = {
         "schema": RECORD_SCHEMA,
         "variant": settings.variant,
