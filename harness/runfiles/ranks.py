@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from harness.api import Corpus, MatchMode, Question, Suite
 from harness.errors import HarnessError
+from harness.runfiles.columns import ColumnarRankings
 from harness.runfiles.readers import Run, RunHit, RunWarning, _gc_paused
 from harness.scoring.ranks import ranks_by_part
 
@@ -56,78 +58,116 @@ def first_hit_ranks_for_run(
 
 
 def _first_hit_ranks_for_run(
-    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None
+    run: Run, suite_questions: Sequence[Question], *, mode: MatchMode, corpus: Corpus | None, processes: int | None = None
 ) -> list[int | None]:
     from harness.scoring.ranks import first_hit_ranks
 
+    rankings = run.rankings
+    columnar = isinstance(rankings, ColumnarRankings)
     if corpus is None:
         for question in suite_questions:
-            for hit in run.rankings[question.id]:
-                if hit.text is None:
+            for passage_id, text in _texts(rankings, question.id, columnar):
+                if text is None:
                     raise HarnessError(
-                        f"run{' ' + run.source if run.source else ''} carries no text for passage {hit.passage_id!r} "
+                        f"run{' ' + run.source if run.source else ''} carries no text for passage {passage_id!r} "
                         f"(question {question.id!r}) and no corpus was given to look it up"
                     )
-    # Keys handed to first_hit_ranks, which looks each distinct key up once: "t<n>:<id>" for the
-    # n-th distinct text a run carries for passage <id>, "c<id>" for a corpus passage. Rankings
-    # are generators, so keys are made only for the passages read (up to each first hit), and a
-    # carried text is compared (not hashed) with the texts already seen for its passage id.
-    carried: dict[str, str] = {}
-    variants: dict[str, list[str]] = {}
+    # Keys handed to first_hit_ranks, which looks each distinct key up once: "<id>" for the first
+    # text a run carries for passage <id>, (<id>, n) for the n-th other one, ("c", <id>) for a
+    # corpus passage. Rankings are generators, so keys are made only for the passages read (up to
+    # each first hit), and a carried text (in a columnar run, the raw JSON string, decoded on
+    # lookup) is compared (not hashed) with the texts already seen for its passage id.
+    first: dict[str, Any] = {}
+    others: dict[str, list[Any]] = {}
 
-    def keys(hits: Sequence[RunHit]):
-        for hit in hits:
-            text = hit.text
+    def keys(pairs):
+        for passage_id, text in pairs:
             if text is None:
-                yield "c" + hit.passage_id
+                yield ("c", passage_id)
                 continue
-            seen = variants.get(hit.passage_id)
-            if seen is None:
-                seen = variants[hit.passage_id] = []
-            for n, other in enumerate(seen):
-                if other is text or other == text:
-                    break
-            else:
-                n = len(seen)
-                seen.append(text)
-                carried[f"t{n}:{hit.passage_id}"] = text
-            yield f"t{n}:{hit.passage_id}"
+            known = first.get(passage_id)
+            if known is None:
+                first[passage_id] = text
+            elif known is not text and known != text:
+                seen = others.setdefault(passage_id, [])
+                for n, other in enumerate(seen, start=1):
+                    if other == text:
+                        break
+                else:
+                    seen.append(text)
+                    n = len(seen)
+                yield (passage_id, n)
+                continue
+            yield passage_id
 
-    rankings = [keys(run.rankings[question.id]) for question in suite_questions]
-    # Two processes pay off for large runs that carry their texts (no corpus store to share).
-    pairs = sum(len(hits) for hits in run.rankings.values())
-    processes = 1
-    if pairs >= PARALLEL_PAIRS and all(hit.text is not None for hits in run.rankings.values() for hit in hits):
-        processes = min(2, os.cpu_count() or 1)
+    keyed = [keys(_texts(rankings, question.id, columnar)) for question in suite_questions]
+    if processes is None:
+        # Two processes pay off for large runs that carry their texts (no corpus store to share).
+        processes = 1
+        if sum(_lengths(rankings, columnar)) >= PARALLEL_PAIRS and all(
+            text is not None for question in suite_questions for _pid, text in _texts(rankings, question.id, columnar)
+        ):
+            processes = min(2, os.cpu_count() or 1)
+    # A columnar run's texts are raw JSON until decoded (questions already built hold strings).
+    matched = rankings.matched_text if columnar else None
 
-    def lookup(key: str) -> str:
-        if key[0] == "t":
-            return carried[key]
-        try:
-            return corpus.get(key[1:]).text  # type: ignore[union-attr]
-        except KeyError:
-            raise HarnessError(
-                f"run{' ' + run.source if run.source else ''} names passage {key[1:]!r}, "
-                f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
-            ) from None
+    def lookup(key) -> str:
+        if type(key) is str:
+            text = first[key]
+        elif type(key[1]) is int:
+            text = others[key[0]][key[1] - 1]
+        else:
+            try:
+                return corpus.get(key[1]).text  # type: ignore[union-attr]
+            except KeyError:
+                raise HarnessError(
+                    f"run{' ' + run.source if run.source else ''} names passage {key[1]!r}, "
+                    f"which is not in corpus {corpus.name!r}"  # type: ignore[union-attr]
+                ) from None
+        return text if type(text) is str else matched(text)  # type: ignore[misc]
 
-    return first_hit_ranks(suite_questions, rankings, lookup, mode=mode, processes=processes)
+    return first_hit_ranks(suite_questions, keyed, lookup, mode=mode, processes=processes)
+
+
+def _texts(rankings, qid: str, columnar: bool):
+    """``(passage id, text or None)`` of a question's hits; for a columnar run whose hits are not
+    built, the text as stored (see :meth:`ColumnarRankings.matched_text`)."""
+    columns = rankings.columns(qid) if columnar else None
+    if columns is not None:
+        return zip(columns.ids, columns.texts)
+    return ((hit.passage_id, hit.text) for hit in rankings[qid])
+
+
+def _lengths(rankings, columnar: bool) -> list[int]:
+    return rankings.lengths() if columnar else [len(hits) for hits in rankings.values()]
+
+
+def run_depth(run: Run) -> int:
+    """The largest number of hits any question of ``run`` has (0 for an empty run)."""
+    return max(_lengths(run.rankings, isinstance(run.rankings, ColumnarRankings)), default=0)
 
 
 def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
     """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`), after
     checking every ranking (:func:`harness.scoring.rankings.check_ranking`; passages the run
     carries no text for must all be in the suite's corpus, not only those above the first hit)."""
-    from harness.scoring.rankings import check_ranking, corpus_has
+    from harness.scoring.rankings import check_columns, check_ranking, corpus_has
 
     source = run.source or "run"
     has = corpus_has(suite.corpus)
-    for qid, hits in run.rankings.items():
-        check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
-        for position, hit in enumerate(hits):
-            if hit.text is None and not has(hit.passage_id):
+    rankings = run.rankings
+    columnar = isinstance(rankings, ColumnarRankings)
+    for qid in rankings:
+        columns = rankings.columns(qid) if columnar else None
+        if columns is not None:
+            check_columns(columns.ids, columns.scores, question=qid, source=source)
+        else:
+            hits = rankings[qid]
+            check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
+        for position, (passage_id, text) in enumerate(_texts(rankings, qid, columnar)):
+            if text is None and not has(passage_id):
                 raise HarnessError(
-                    f"{source}: question {qid!r}: hit {position} names passage {hit.passage_id!r}, "
+                    f"{source}: question {qid!r}: hit {position} names passage {passage_id!r}, "
                     f"which is not in corpus {suite.corpus.name!r}"
                 )
     ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
@@ -173,4 +213,4 @@ def corpus_passage(corpus: Corpus | None, passage_id: str, run: Run):
         raise HarnessError(f"passage {passage_id!r} is not in corpus {corpus.name!r}") from None
 
 
-__all__ = ["check_aligned", "corpus_passage", "first_hit_ranks_for_run", "flag_disagreements", "score_run"]
+__all__ = ["check_aligned", "corpus_passage", "first_hit_ranks_for_run", "flag_disagreements", "run_depth", "score_run"]

@@ -71,6 +71,7 @@ from typing import Any
 
 from harness.errors import InputFileError
 from harness.api import Hit, Question, Suite
+from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_columns
 
 RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
 
@@ -154,6 +155,31 @@ class _Entry:
     where: str = ""
     question: str | None = None
     answers: Any = None
+    #: The whole ranking as the fast JSON path reads it (then ``hits`` is empty).
+    columns: Columns | None = None
+
+
+def _fast_entries(path: Path, fmt: str) -> list[_Entry] | None:
+    decoded = read_columns(path, fmt)
+    if decoded is None:
+        return None
+    if not decoded:
+        raise InputFileError(path, "no questions")
+    return _decoded_entries(decoded, fmt)
+
+
+def _decoded_entries(decoded: Sequence[Decoded], fmt: str, first: int = 0) -> list[_Entry]:
+    """Entries of records the fast path decoded; ``first`` is the position of the first record
+    (DPR's qids are positions)."""
+    if fmt == "dpr-json":
+        return [
+            _Entry(qid=str(first + i), where=f"item {first + i}: ", question=d.question, answers=d.answers, columns=d.columns)
+            for i, d in enumerate(decoded)
+        ]
+    return [
+        _Entry(qid=d.qid, where=f"question {d.qid!r}: ", question=d.question, answers=d.answers, columns=d.columns)
+        for d in decoded
+    ]
 
 
 def _bare_id(value: Any, path: Path, where: str, line: int | None = None) -> str:
@@ -338,6 +364,9 @@ def _required(ctx: Mapping, key: str, path: Path, where: str) -> Any:
 
 
 def _read_dpr_json(path: Path) -> list[_Entry]:
+    fast = _fast_entries(path, "dpr-json")
+    if fast is not None:
+        return fast
     data = _load_json(path)
     if not isinstance(data, list):
         raise InputFileError(path, 'expected a JSON list of {"question", "answers", "ctxs"} objects (DPR results)')
@@ -391,6 +420,9 @@ def _split_pyserini_text(raw: str, path: Path, where: str) -> tuple[str, str]:
 
 
 def _read_pyserini_json(path: Path) -> list[_Entry]:
+    fast = _fast_entries(path, "pyserini-json")
+    if fast is not None:
+        return fast
     data = _load_json(path)
     if not isinstance(data, dict):
         raise InputFileError(path, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)')
@@ -479,9 +511,8 @@ def _normalized_question(text: str) -> str:
     return text.replace("\u2019", "'")
 
 
-def _align(
-    entries: list[_Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool
-) -> Run:
+def _targets(entries: list[_Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool) -> list[int]:
+    """The suite question each entry answers, by position (see the module notes)."""
     n = len(questions)
     if fmt == "dpr-json":
         if len(entries) > n:
@@ -511,9 +542,23 @@ def _align(
                     else "and positions are not used for multi-part suites"
                 )
                 raise InputFileError(path, f"unknown question id {bad.qid!r}: not a question id of the suite, {how}", line=bad.line)
+    return targets
+
+
+def _align(
+    entries: list[_Entry],
+    questions: Sequence[Question],
+    path: Path,
+    fmt: str,
+    allow_index: bool,
+    targets: list[int] | None = None,
+) -> Run:
+    if targets is None:
+        targets = _targets(entries, questions, path, fmt, allow_index)
     rankings: dict[str, tuple[RunHit, ...]] = {q.id: () for q in questions}
     seen: dict[int, _Entry] = {}
     mismatched: list[str] = []
+    columnar = False
     for entry, target in zip(entries, targets):
         question = questions[target]
         if target in seen:
@@ -532,8 +577,14 @@ def _align(
             not isinstance(entry.answers, list) or tuple(entry.answers) != tuple(question.answers)
         ):
             mismatched.append(question.id)
-        rankings[question.id] = tuple(hit for _rank, _order, hit in entry.hits)
+        if entry.columns is not None:
+            rankings[question.id] = entry.columns
+            columnar = True
+        else:
+            rankings[question.id] = tuple(hit for _rank, _order, hit in entry.hits)
     missing = tuple(q.id for i, q in enumerate(questions) if i not in seen)
+    if columnar:
+        rankings = ColumnarRankings(rankings, pyserini=fmt == "pyserini-json", hit_type=RunHit)
     return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=fmt, source=str(path))
 
 

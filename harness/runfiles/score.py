@@ -17,7 +17,8 @@ from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
 from harness.evaluate import build_result, check_metrics, make_context, normalize_question, parse_k
 from harness.scoring.rerank import reranker_record
-from harness.runfiles.ranks import score_run
+from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
+from harness.scoring.ranks import ranks_by_part
 from harness.runfiles.readers import Run, RunHit, RunWarning, read_run
 from harness.scoring.metrics import DEFAULT_METRIC
 
@@ -77,30 +78,38 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
-    # The file's digest is computed on a thread while it is read and scored (hashlib releases
-    # the GIL on large blocks), which hides its cost on large runs.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        digest = pool.submit(_sha256, run_file)
+    split = _score_split(run_file, loaded, fmt) if rerank is None else None
+    reranker = None
+    if split is not None:
+        run, sha256, depth = split.run, split.sha256, split.depth
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RunWarning)
-            run = read_run(run_file, loaded, format=fmt)
-            reranker = None
-            if rerank is not None:
-                timings["read"] = round(time.perf_counter() - start, 4)
-                start = time.perf_counter()
-                found = registry.load("rerankers", rerank, rerank_options)
-                context = make_context(loaded, cache_dir=cache_dir, show_progress=show_progress)
-                run = rerank_run(run, loaded, found.value, rerank_depth, context, name=rerank)
-                reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth)
-                timings["rerank"] = round(time.perf_counter() - start, 4)
-                start = time.perf_counter()
-            ranks = score_run(loaded, run)
-        sha256 = digest.result()
+            _warn_run(run, len(loaded.questions))
+        ranks = ranks_by_part(loaded.parts, split.ranks)
+    else:
+        # The file's digest is computed on a thread while it is read and scored (hashlib
+        # releases the GIL on large blocks), which hides its cost on large runs.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            digest = pool.submit(_sha256, run_file)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RunWarning)
+                run = read_run(run_file, loaded, format=fmt)
+                if rerank is not None:
+                    timings["read"] = round(time.perf_counter() - start, 4)
+                    start = time.perf_counter()
+                    found = registry.load("rerankers", rerank, rerank_options)
+                    context = make_context(loaded, cache_dir=cache_dir, show_progress=show_progress)
+                    run = rerank_run(run, loaded, found.value, rerank_depth, context, name=rerank)
+                    reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth)
+                    timings["rerank"] = round(time.perf_counter() - start, 4)
+                    start = time.perf_counter()
+                ranks = score_run(loaded, run)
+            sha256 = digest.result()
+        depth = run_depth(run)
     timings["score"] = round(time.perf_counter() - start, 4)
     for w in caught:
         if warn is not None and issubclass(w.category, RunWarning):
             warn(str(w.message))
-    depth = max((len(hits) for hits in run.rankings.values()), default=0)
     if depth == 0:
         raise HarnessError(f"{run_file}: the run retrieves no passage for any question of suite {suite!r}")
     ks = parse_k(k if k is not None else loaded.default_k)
@@ -124,6 +133,15 @@ def score_file(
         timings=timings,
         reranker=reranker,
     )
+
+
+def _score_split(run_file: Path, suite: Suite, fmt: str | None):
+    """:func:`harness.runfiles.split.score_json_split` for a large JSON run, else None."""
+    from harness.runfiles.readers import detect_format
+    from harness.runfiles.split import score_json_split
+
+    fmt = fmt or detect_format(run_file)
+    return score_json_split(run_file, suite.questions, fmt, mode=suite.match, allow_index=len(suite.parts) == 1)
 
 
 def rerank_run(run: Run, suite: Suite, reranker, depth: int, context, *, name: str) -> Run:

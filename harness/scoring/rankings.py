@@ -10,8 +10,10 @@ sorts anywhere).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
+import operator
 from collections.abc import Callable, Sequence
 
 from harness.errors import HarnessError
@@ -51,6 +53,32 @@ def check_ranking(
         previous = score
         if known is not None and not known(passage_id):
             fail(f"hit {position} names passage {passage_id!r}, which is not in the corpus")
+
+
+def check_columns(
+    passage_ids: Sequence[str],
+    scores: Sequence[float],
+    *,
+    question: str,
+    source: str,
+    depth: int | None = None,
+) -> None:
+    """:func:`check_ranking` for a ranking held as two aligned lists (ids, float scores): the
+    common valid case is checked with a few whole-list passes, and any failure is worded by
+    :func:`check_ranking` itself."""
+    ok = (
+        len(passage_ids) == len(scores)
+        and (depth is None or len(passage_ids) <= depth)
+        and all(type(pid) is str and pid for pid in passage_ids)
+        and len(set(passage_ids)) == len(passage_ids)
+        and all(type(score) is float for score in scores)
+        and all(map(math.isfinite, scores))
+        and all(map(operator.ge, scores, itertools.islice(scores, 1, None)))
+    )
+    if not ok:
+        if len(passage_ids) != len(scores):
+            raise ValueError(f"{len(passage_ids)} passage ids but {len(scores)} scores")
+        check_ranking(list(zip(passage_ids, scores)), question=question, source=source, depth=depth)
 
 
 def corpus_has(corpus) -> Callable[[str], bool]:

@@ -68,6 +68,9 @@ def bm25_like_run(tmp_path_factory):
 
 def _env(folder: Path) -> dict[str, str]:
     env = dict(os.environ)
+    # An installed harness has its bytecode cached, as pyserini's does in site-packages: do not
+    # compile the checkout from source on every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     paths = [str(REPO), str(REPO / "plugins"), env.get("PYTHONPATH", "")]
     env.update(
         PYTHONPATH=os.pathsep.join(p for p in paths if p),
