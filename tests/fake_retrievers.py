@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 
@@ -16,7 +16,14 @@ _WORD = re.compile(r"\w+")
 
 
 class OverlapRetriever:
-    """Ranks passages by how many of the query's distinct words occur in title + text."""
+    """Ranks passages by how many of the query's distinct words occur in title + text.
+
+    A passage's score is ``sum over the query's distinct words w it contains of (1 + 0.01 *
+    count(w))``, where ``count`` counts the word in the text plus ``title_weight`` per title
+    occurrence; ties keep corpus order, and passages without any query word are not returned.
+    Computed with two sparse products (query words x passages), so a 1,000-question suite over
+    8,000 passages takes a fraction of a second.
+    """
 
     def __init__(self, title_weight: float = 1.0):
         self.title_weight = float(title_weight)
@@ -26,26 +33,43 @@ class OverlapRetriever:
         return {"title_weight": self.title_weight}
 
     def index(self, corpus, context):
-        self._postings = defaultdict(list)
-        self._order = {}
+        from scipy import sparse
+
+        self._vocab: dict[str, int] = {}
+        self._ids: list[str] = []
+        rows, cols, counts = [], [], []
         for i, p in enumerate(corpus):
-            self._order[p.id] = i
+            self._ids.append(p.id)
             words = Counter(_WORD.findall(p.text.lower()))
             for w in _WORD.findall(p.title.lower()):
                 words[w] += self.title_weight
             for w, c in words.items():
-                self._postings[w].append((p.id, c))
+                rows.append(i)
+                cols.append(self._vocab.setdefault(w, len(self._vocab)))
+                counts.append(float(c))
+        shape = (len(self._ids), max(len(self._vocab), 1))
+        self._counts = sparse.csr_matrix((counts, (rows, cols)), shape=shape)
+        self._present = sparse.csr_matrix(([1.0] * len(counts), (rows, cols)), shape=shape)
 
     def search(self, queries, k, context):
+        import numpy as np
+        from scipy import sparse
+
         self.calls.append(len(queries))
-        out = []
-        for q in queries:
-            scores = Counter()
+        rows, cols = [], []
+        for i, q in enumerate(queries):
             for w in set(_WORD.findall(q.lower())):
-                for pid, c in self._postings.get(w, ()):
-                    scores[pid] += 1.0 + 0.01 * c
-            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], self._order[kv[0]]))[:k]
-            out.append([Hit(passage_id=pid, score=s) for pid, s in ranked])
+                if w in self._vocab:
+                    rows.append(i)
+                    cols.append(self._vocab[w])
+        asked = sparse.csr_matrix(([1.0] * len(rows), (rows, cols)), shape=(len(queries), self._counts.shape[1]))
+        present = (asked @ self._present.T).toarray()
+        scores = present + 0.01 * (asked @ self._counts.T).toarray()
+        out = []
+        for i in range(len(queries)):
+            matched = np.flatnonzero(present[i])
+            order = matched[np.argsort(-scores[i, matched], kind="stable")][:k]
+            out.append([Hit(passage_id=self._ids[j], score=float(scores[i, j])) for j in order])
         return out
 
 
