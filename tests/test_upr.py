@@ -209,6 +209,7 @@ def test_bad_options_are_one_line_errors(t5_dir):
         missing.score(QUESTION, PASSAGES[:1])
 
 
+@pytest.mark.slow  # BM25 and a T5 over the whole demo suite: about 20 s
 def test_bm25_on_demo_reranked_by_upr_reaches_the_leaderboard(tmp_path, t5_dir, capsys):
     import torch
 
