@@ -139,6 +139,28 @@ def test_leaderboard_macro_averages_parts_and_shows_each_part(tmp_path):
     assert p1 == ["P1", "50.00"] and p2 == ["P2", "75.00"]
 
 
+def test_trained_rows_split_a_suite_into_the_parts_seen_in_training_and_the_rest(tmp_path):
+    ranks = {
+        "P1": {"a": 0, "b": 0},           # seen by the trained system
+        "P2": {"c": 0, "d": None},        # seen
+        "P3": {"e": None, "f": None},     # unseen
+    }
+    bm25_ranks = {"P1": {"a": 0, "b": None}, "P2": {"c": 0, "d": 0}, "P3": {"e": 0, "f": 0}}
+    training = {"variant": "dpr", "seen": ["P1", "P2", "P9"], "seed": 0}
+    trained = make_result("dense", params={"encoder": "trained", "query": {"training": training}}, ranks=ranks)
+    bm25 = make_result("bm25", params={"k1": 0.9}, ranks=bm25_ranks)
+    markdown = _board(tmp_path, [trained, bm25])
+    assert "macro averages over the 2 parts some systems were trained on (P1, P2) and the 1 others" in markdown
+    section = markdown[markdown.index("**Seen and unseen parts**"):]
+    rows = {row[0]: row for row in cells(section) if row[0] in ("dense", "bm25")}
+    # top-1: dense seen (100 + 50) / 2 = 75, unseen 0; bm25 seen (50 + 100) / 2 = 75, unseen 100
+    assert rows["dense"][1:5] == ["dpr", "these parts", "75.00", "0.00"]
+    assert rows["bm25"][1:5] == ["", "–", "75.00", "100.00"]
+    # a system trained on every part (or none) makes no split
+    everything = make_result("dense", params={"query": {"training": {**training, "seen": ["P1", "P2", "P3"]}}}, ranks=ranks)
+    assert "Seen and unseen parts" not in _board(tmp_path / "all", [everything, bm25])
+
+
 def test_leaderboard_is_deterministic_and_keeps_the_newest_per_configuration(tmp_path):
     old = make_result("r", ranks={"all": {"q": None}}, created="2026-01-01T00:00:00Z")
     new = make_result("r", ranks={"all": {"q": 0}}, created="2026-03-01T00:00:00Z")

@@ -305,6 +305,7 @@ def render(
         out.append(_metrics_table(rows, ks))
         out.append(_parameters_table(rows))
         if len(parts) > 1:
+            out.append(_seen_tables(rows, [p["name"] for p in parts], ks))
             out.append(_parts_table(rows, [p["name"] for p in parts], order[0]))
         for image in (plots or {}).get(suite, ()) if not several else ():
             out.append(f"\n![{_cell(Path(image).stem)}]({image})\n")
@@ -408,6 +409,68 @@ def _parts_table(rows: list[_Row], parts: list[str], k: int) -> str:
     ]
     body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
     return f"\n<details><summary>top-{k} by part</summary>\n\n{body}\n\n</details>\n"
+
+
+def _trained_on(parameters: Any) -> frozenset[str]:
+    """The categories a trained checkpoint's data held (``training.seen`` anywhere in a result's
+    parameters, as ``harness train`` records them), empty for anything else."""
+    if isinstance(parameters, Mapping):
+        training = parameters.get("training")
+        if isinstance(training, Mapping) and isinstance(training.get("seen"), list):
+            return frozenset(x for x in training["seen"] if isinstance(x, str))
+        return frozenset().union(*(_trained_on(v) for v in parameters.values()))
+    if isinstance(parameters, (list, tuple)):
+        return frozenset().union(*(_trained_on(v) for v in parameters))
+    return frozenset()
+
+
+def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
+    """Where some rows were trained on some of the suite's parts (their training data's
+    categories, e.g. EntityQuestions relations), every row's top-k macro-averaged over those
+    parts and over the others, one table per set of seen parts: the seen/unseen comparison of
+    Sciavolino et al. (dense retrievers fall on patterns unseen in training; BM25 does not)."""
+    names = set(parts)
+    sets: list[frozenset[str]] = []
+    for row in rows:
+        seen = _trained_on(row.parameters) & names
+        if seen and seen != names and seen not in sets:
+            sets.append(seen)
+    out = []
+    for seen in sets:
+        unseen = [p for p in parts if p not in seen]
+        table = []
+        for row in rows:
+            own = _trained_on(row.parameters) & names
+            cells = []
+            for k in ks:
+                accuracy = row.accuracy(k)
+                if accuracy is None:
+                    cells += ["–", "–"]
+                    continue
+                per_part = accuracy[0]
+                for group in (sorted(seen), unseen):
+                    cells.append(_fmt(sum(per_part[p] for p in group) / len(group)))
+            trained = "these parts" if own == seen else ("other parts" if own else "–")
+            table.append([_cell(row.retriever), _cell(_variant(row.parameters) or ""), trained] + cells)
+        headers = ["retriever", "variant", "trained on"] + [f"{side} top-{k}" for k in ks for side in ("seen", "unseen")]
+        body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+        out.append(
+            f"\n**Seen and unseen parts**: macro averages over the {len(seen)} parts some systems were trained on "
+            f"({_cell(', '.join(sorted(seen)))}) and the {len(unseen)} others.\n\n{body}\n"
+        )
+    return "".join(out)
+
+
+def _variant(parameters: Any) -> str | None:
+    if isinstance(parameters, Mapping):
+        training = parameters.get("training")
+        if isinstance(training, Mapping) and isinstance(training.get("variant"), str):
+            return training["variant"]
+        for value in parameters.values():
+            found = _variant(value)
+            if found:
+                return found
+    return None
 
 
 def _ambiguous(rows: list[_Row], row: _Row) -> bool:

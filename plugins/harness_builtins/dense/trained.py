@@ -42,14 +42,19 @@ def read_training_record(path: str | Path) -> dict[str, Any]:
 
 
 def training_summary(record: dict[str, Any]) -> dict[str, Any]:
-    """What results record of the checkpoint's making (flat enough for the leaderboard)."""
-    return {
+    """What results record of the checkpoint's making (flat enough for the leaderboard);
+    ``seen`` lists the categories of the training data (a suite's parts), when it has any."""
+    summary = {
         "variant": record["variant"],
         "initial_model": record["initial_model"],
         "data": [f"{d.get('data', d.get('path'))} ({str(d.get('fingerprint', ''))[:19]})" for d in record["data"]],
         "seed": record["seed"],
         "steps": record.get("steps"),
     }
+    seen = sorted({label for d in record["data"] if isinstance(d, dict) for label in d.get("labels") or () if isinstance(label, str)})
+    if seen:
+        summary["seen"] = seen
+    return summary
 
 
 class TrainedEncoder:

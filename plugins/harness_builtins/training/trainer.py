@@ -165,8 +165,11 @@ def _read_data(settings: TrainSettings) -> tuple[list, list[dict[str, Any]]]:
         if not examples:
             raise HarnessError(f"--data {path}: no training examples")
         datasets.append(examples)
+        # The categories trained on (a suite's parts, a file's "label"s): the leaderboard splits
+        # a multi-part suite into the parts seen in training and the rest.
+        labels = sorted({e.label for e in examples if e.label is not None})
         records.append({"data": str(name), "path": str(path), "weight": weight, "examples": len(examples),
-                        "fingerprint": file_fingerprint(Path(path))})
+                        "fingerprint": file_fingerprint(Path(path)), "labels": labels})
     return datasets, records
 
 
