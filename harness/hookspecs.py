@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by t
         RetrieverSpec,
         SamplerSpec,
         SuiteSpec,
+        TrainingDataSpec,
         VariantSpec,
     )
 
@@ -106,6 +107,15 @@ def register_variants(register: Callable[[VariantSpec], None]) -> None:
     """Offer training variants, each a named recipe of parts and settings: ``register(VariantSpec(...))``.
 
     ``harness train --variant NAME`` runs one; its parts are looked up by name when it runs.
+    """
+
+
+@hookspec
+def register_training_data(register: Callable[[TrainingDataSpec], None]) -> None:
+    """Offer named training sets: ``register(TrainingDataSpec(...))``.
+
+    ``harness train --data NAME`` calls the spec's ``load()`` (which may download) and reads the
+    file it returns.
     """
 
 

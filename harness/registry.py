@@ -37,6 +37,7 @@ from harness.api import (
     RetrieverSpec,
     SamplerSpec,
     SuiteSpec,
+    TrainingDataSpec,
     VariantSpec,
 )
 from harness.errors import HarnessError, UnknownNameError
@@ -65,6 +66,7 @@ KINDS: dict[str, Kind] = {
     "miners": Kind("register_miners", MinerSpec, "negative miner"),
     "augmentations": Kind("register_augmentations", AugmentationSpec, "augmentation"),
     "variants": Kind("register_variants", VariantSpec, "training variant"),
+    "training-data": Kind("register_training_data", TrainingDataSpec, "training data set"),
     "rerankers": Kind("register_rerankers", RerankerSpec, "re-ranker"),
 }
 

@@ -186,3 +186,75 @@ def test_data_split_writes_dpr_passages(capsys, tmp_path):
     bad.write_text('{"title": "x"}\n')
     assert main(["data", "split", str(bad), str(tmp_path / "o.tsv")]) == 2
     assert f"{bad}:1:" in capsys.readouterr().err and not (tmp_path / "o.tsv").exists()
+
+
+# ---- training sets (specs/training/, harness train --data NAME) -------------------------------
+
+
+def test_dpr_training_sets_are_listed_with_their_urls():
+    from harness import registry
+
+    found = catalog().training
+    expected = {f"biencoder-{d}-{s}" for d in ("nq", "trivia", "squad1", "webquestions", "curatedtrec") for s in ("train", "dev")}
+    assert set(found) >= expected
+    for name in expected:
+        spec = found[name]
+        assert spec.file.url == f"https://dl.fbaipublicfiles.com/dpr/data/retriever/{name}.json.gz"
+        assert spec.file.format == "dpr-json" and spec.file.compression == "gzip"
+        assert name in registry.registry("training-data")
+    # the filtered training sizes of DPR's Table 1
+    assert found["biencoder-nq-train"].examples == 58880 and found["biencoder-curatedtrec-train"].examples == 1125
+
+
+def test_a_training_spec_is_checked_like_other_specs(tmp_path):
+    from harness.data.catalog import read_training_spec
+    from harness.errors import InputFileError
+
+    path = tmp_path / "t.toml"
+    base = 'name = "t"\ndescription = "d"\nurl = "https://x.org/t.json"\npath = "t.json"\nlicense = "l"\ncitation = "c"\n'
+    path.write_text(base + 'format = "dpr-tsv"\n')
+    with pytest.raises(InputFileError, match="'format' must be one of"):
+        read_training_spec(path)
+    path.write_text(base + 'format = "dpr-json"\nexamples = 0\n')
+    with pytest.raises(InputFileError, match="'examples' must be positive"):
+        read_training_spec(path)
+    path.write_text(base + 'format = "dpr-json"\nsplit = "train"\n')
+    with pytest.raises(InputFileError, match="unknown key 'split'"):
+        read_training_spec(path)
+
+
+def test_train_data_by_name_is_fetched_once_and_named_when_offline(capsys, tmp_path, data_dir, monkeypatch, test_registries):
+    from harness.api import Passage, TrainingExample
+    from harness.data.training import read_training_examples, write_training_examples
+    from harness.plugins import loaded_plugins
+    from harness.registry import KINDS, Registry
+    from harness_builtins.training.engine import TrainSettings
+    from harness_builtins.training.trainer import _training_file
+
+    mirror = tmp_path / "mirror" / "toy-train.json.gz"
+    mirror.parent.mkdir()
+    examples = [TrainingExample(question=f"q{i}", answers=(f"a{i}",), positives=(Passage(id=f"p{i}", title="t", text=f"a{i}"),)) for i in range(3)]
+    write_training_examples(mirror, examples)
+    specs = tmp_path / "specs"
+    (specs / "training").mkdir(parents=True)
+    (specs / "training" / "toy-train.toml").write_text(
+        f'name = "toy-train"\ndescription = "three questions"\nurl = "{mirror.as_uri()}"\npath = "toy/toy-train.json.gz"\n'
+        'format = "dpr-json"\ncompression = "gzip"\nexamples = 3\nlicense = "l"\ncitation = "c"\n'
+    )
+    monkeypatch.setenv("HARNESS_SPEC_PATH", str(specs))
+    monkeypatch.setattr(harness.registry, "_cache", {k: Registry.collect(loaded_plugins().manager, k) for k in KINDS})
+    settings = TrainSettings(variant="dpr", data=[(Path("toy-train"), 1.0)], model="minilm", output=tmp_path / "out")
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    from harness.data.download import OfflineError
+
+    with pytest.raises(OfflineError, match=f"download {mirror.as_uri()} and save it as {data_dir / 'toy' / 'toy-train.json.gz'}"):
+        _training_file(Path("toy-train"), settings)
+    monkeypatch.delenv("HARNESS_OFFLINE")
+    assert main(["data", "fetch", "toy-train", "--no-progress"]) == 0
+    assert "toy-train: downloaded, sha256 " in capsys.readouterr().out
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    path = _training_file(Path("toy-train"), settings)
+    assert path == data_dir / "toy" / "toy-train.json.gz"
+    assert [e.question for e in read_training_examples(path)] == ["q0", "q1", "q2"]
+    with pytest.raises(harness.errors.HarnessError, match="no training set or suite of that name"):
+        _training_file(Path("no-such-set"), settings)

@@ -9,7 +9,8 @@
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
 - :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
 - :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
-  miners, augmentations) and :class:`VariantSpec` with its :class:`Recipe`
+  miners, augmentations), :class:`VariantSpec` with its :class:`Recipe`, and
+  :class:`TrainingDataSpec` (named training sets)
 - :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
@@ -30,6 +31,7 @@ from harness.api.training import (
     MinerSpec,
     Recipe,
     SamplerSpec,
+    TrainingDataSpec,
     TrainingExample,
     VariantSpec,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "MinerSpec",
     "Recipe",
     "SamplerSpec",
+    "TrainingDataSpec",
     "TrainingExample",
     "VariantSpec",
     "MATCH_MODES",

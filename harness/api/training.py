@@ -107,6 +107,17 @@ class Recipe:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TrainingDataSpec:
+    """A named training set (``harness train --data NAME``): ``load()`` returns the path of its
+    file in DPR's training format (``biencoder-*.json``, gzip or not, or JSON lines), fetching it
+    first if need be (with an offline error naming what to download)."""
+
+    name: str
+    description: str
+    load: Callable[[], Any]
+
+
+@dataclass(frozen=True, kw_only=True)
 class VariantSpec:
     """A named training recipe: ``harness train --variant NAME``. ``reference`` cites where the
     variant comes from (paper and section)."""

@@ -23,13 +23,18 @@ how to score it::
     size = 296949                          # bytes
     format = "dpr-tsv"                     # a reader of harness.data.questions
 
+A **training spec** (``training/NAME.toml``) names a training set for ``harness train --data
+NAME``: ``name``, ``description``, ``url``, ``path``, ``sha256`` (optional), ``size``, ``format``
+(``dpr-json``: DPR's ``biencoder-*.json``; ``jsonl``: one such record a line), ``compression``,
+``examples`` (the expected number of questions, informative), ``license``, ``citation``.
+
 A **corpus spec** (``corpora/NAME.toml``) has ``name``, ``description``, ``url``,
 ``path``, ``sha256`` (optional: DPR publishes none), ``size``, ``format`` (``dpr-tsv``, ``jsonl``
 or ``squad-json``), ``compression`` (``"gzip"`` or absent), ``passages`` (expected count),
 ``license`` and ``citation``.
 
 Users add spec folders with ``HARNESS_SPEC_PATH`` (``os.pathsep``-separated; see
-:func:`user_spec_dirs`), each holding ``suites/`` and ``corpora/`` like the built-in one.
+:func:`user_spec_dirs`), each holding ``suites/``, ``corpora/`` and ``training/`` like the built-in one.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +53,7 @@ from harness.api import MATCH_MODES
 
 SPEC_PATH_ENV = "HARNESS_SPEC_PATH"
 CORPUS_FORMATS = ("dpr-tsv", "jsonl", "squad-json")
+TRAINING_FORMATS = ("dpr-json", "jsonl")
 PART_FORMATS = (*QUESTION_FORMATS, "squad-json")
 COMPRESSIONS = ("gzip",)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -98,6 +104,18 @@ class CorpusDatasetSpec:
     description: str
     file: FileSpec
     passages: int | None
+    license: str
+    citation: str
+    homepage: str = ""
+    source: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingDatasetSpec:
+    name: str
+    description: str
+    file: FileSpec
+    examples: int | None
     license: str
     citation: str
     homepage: str = ""
@@ -244,14 +262,26 @@ def read_corpus_spec(path: str | Path) -> CorpusDatasetSpec:
     return CorpusDatasetSpec(**common, file=_file(fields, CORPUS_FORMATS), passages=passages)
 
 
+def read_training_spec(path: str | Path) -> TrainingDatasetSpec:
+    path = Path(path)
+    fields = _Fields(_load_toml(path), path)
+    fields.unknown(("name", "description", "examples", "license", "citation", "homepage", *_FILE_KEYS))
+    common = _common(fields)
+    examples = fields.get("examples", int, required=False)
+    if examples is not None and examples <= 0:
+        fields.fail("'examples' must be positive")
+    return TrainingDatasetSpec(**common, file=_file(fields, TRAINING_FORMATS), examples=examples)
+
+
 @dataclass(frozen=True)
 class SpecCatalog:
     suites: dict[str, SuiteDatasetSpec]
     corpora: dict[str, CorpusDatasetSpec]
+    training: dict[str, TrainingDatasetSpec] = field(default_factory=dict)
 
 
 def load_catalog(dirs: Iterable[Path], *, on_error: Callable[[InputFileError], None] | None = None) -> SpecCatalog:
-    """Every suite and corpus spec of ``dirs``; a malformed file, a duplicate name or a suite naming
+    """Every suite, corpus and training spec of ``dirs``; a malformed file, a duplicate name or a suite naming
     an unknown corpus is an :class:`InputFileError`. With ``on_error`` each such file is handed to
     it and left out instead, so one broken file does not make every other suite unusable."""
 
@@ -262,9 +292,15 @@ def load_catalog(dirs: Iterable[Path], *, on_error: Callable[[InputFileError], N
 
     suites: dict[str, SuiteDatasetSpec] = {}
     corpora: dict[str, CorpusDatasetSpec] = {}
+    training: dict[str, TrainingDatasetSpec] = {}
+    kinds = (
+        ("corpus", "corpora", read_corpus_spec, corpora),
+        ("suite", "suites", read_suite_spec, suites),
+        ("training set", "training", read_training_spec, training),
+    )
     for folder in dirs:
-        for kind, reader, table in (("corpus", read_corpus_spec, corpora), ("suite", read_suite_spec, suites)):
-            for path in sorted((Path(folder) / ("corpora" if kind == "corpus" else "suites")).glob("*.toml")):
+        for kind, subfolder, reader, table in kinds:
+            for path in sorted((Path(folder) / subfolder).glob("*.toml")):
                 try:
                     spec = reader(path)
                     if spec.name in table:
@@ -277,4 +313,4 @@ def load_catalog(dirs: Iterable[Path], *, on_error: Callable[[InputFileError], N
         if spec.corpus not in corpora:
             del suites[name]
             bad(InputFileError(spec.source, f"'corpus' names unknown corpus {spec.corpus!r}"))
-    return SpecCatalog(suites=suites, corpora=corpora)
+    return SpecCatalog(suites=suites, corpora=corpora, training=training)

@@ -1,5 +1,6 @@
 """The real benchmark suites, one per spec in ``specs/`` (NQ, TriviaQA, WebQuestions,
-CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of ``$HARNESS_SPEC_PATH``; and the
+CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of ``$HARNESS_SPEC_PATH``; DPR's
+training sets (``specs/training/``, ``harness train --data biencoder-nq-train``); and the
 ``harness data`` command (fetch, verify, split, where); and the published numbers of the papers
 (``published/``, one TOML file per table; more in ``published/`` of the ``$HARNESS_SPEC_PATH``
 folders), shown beside results and checked by ``harness reproduce``.
@@ -15,7 +16,7 @@ import functools
 
 from harness import hookimpl
 from harness.plugins import strict_mode
-from harness.api import SuiteSpec
+from harness.api import SuiteSpec, TrainingDataSpec
 
 
 def _load(name: str):
@@ -37,6 +38,20 @@ def register_suites(register):
                 match=spec.match,
             )
         )
+
+
+def _training(name: str):
+    from harness_builtins.datasets.loading import training_file
+
+    return training_file(name)
+
+
+@hookimpl
+def register_training_data(register):
+    from harness_builtins.datasets.catalog import catalog
+
+    for spec in catalog(strict=strict_mode()).training.values():
+        register(TrainingDataSpec(name=spec.name, description=spec.description, load=functools.partial(_training, spec.name)))
 
 
 @hookimpl

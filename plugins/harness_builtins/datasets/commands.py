@@ -18,10 +18,19 @@ def _catalog():
 
 
 def _suites(catalog, names: tuple[str, ...]):
+    """The suite specs among ``names`` (all when none is given); training set names are skipped,
+    any other name is an error."""
     for name in names:
-        if name not in catalog.suites:
-            raise UnknownNameError("suite with downloadable data", name, catalog.suites)
-    return [catalog.suites[n] for n in names] if names else list(catalog.suites.values())
+        if name not in catalog.suites and name not in catalog.training:
+            raise UnknownNameError("suite or training set with downloadable data", name, [*catalog.suites, *catalog.training])
+    if not names:
+        return list(catalog.suites.values())
+    return [catalog.suites[n] for n in names if n in catalog.suites]
+
+
+def _training_sets(catalog, names: tuple[str, ...]):
+    """The training set specs among ``names`` (all when none is given)."""
+    return [catalog.training[n] for n in names if n in catalog.training] if names else list(catalog.training.values())
 
 
 @click.group("data")
@@ -37,21 +46,25 @@ def where() -> None:
     click.echo(data_dir())
 
 
+def _fetched(label: str, result) -> str:
+    state = "downloaded" if result.downloaded else "present"
+    pin = "verified" if result.verified else f"sha256 {result.sha256} (no pinned checksum: recorded)"
+    return f"{label}: {state}, {pin}: {result.path}"
+
+
 @data.command("fetch")
 @click.argument("suites", nargs=-1, required=True)
 @click.option("--corpus", "with_corpus", is_flag=True, help="Also fetch and prepare each suite's corpus (DPR's Wikipedia is 13 GB).")
 @no_progress_option
 def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool) -> None:
-    """Download SUITES' question files (checksummed, resumable) into the data folder."""
+    """Download SUITES' question files, or training sets (harness list training-data), checksummed
+    and resumable, into the data folder."""
     from harness_builtins.datasets.loading import fetch_file, open_corpus
 
     catalog = _catalog()
     for spec in _suites(catalog, suites):
         for part in spec.parts:
-            result = fetch_file(part.file, progress=not no_progress)
-            state = "downloaded" if result.downloaded else "present"
-            pin = "verified" if result.verified else f"sha256 {result.sha256} (no pinned checksum: recorded)"
-            click.echo(f"{spec.name}/{part.name}: {state}, {pin}: {result.path}")
+            click.echo(_fetched(f"{spec.name}/{part.name}", fetch_file(part.file, progress=not no_progress)))
         corpus = catalog.corpora[spec.corpus]
         if with_corpus:
             opened = open_corpus(corpus, progress=not no_progress)
@@ -59,13 +72,16 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
         else:
             size = f", {corpus.file.size / 1e9:.1f} GB" if corpus.file.size else ""
             click.echo(f"{spec.name}: corpus {corpus.name} ({corpus.file.url}{size}) is fetched on first use or with --corpus")
+    for spec in _training_sets(catalog, suites):
+        click.echo(_fetched(spec.name, fetch_file(spec.file, progress=not no_progress)))
 
 
 @data.command("verify")
 @click.argument("suites", nargs=-1)
 @no_progress_option
 def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
-    """Re-hash the downloaded files of SUITES (default: all) and their corpora; exit 1 on a mismatch."""
+    """Re-hash the downloaded files of SUITES and training sets (default: all) and the suites'
+    corpora; exit 1 on a mismatch."""
     from harness.data.download import ChecksumError, DownloadError, data_dir, recorded_sha256, verify
 
     catalog = _catalog()
@@ -74,6 +90,8 @@ def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
         for part in spec.parts:
             files[part.file.path] = part.file
         files.setdefault(catalog.corpora[spec.corpus].file.path, catalog.corpora[spec.corpus].file)
+    for spec in _training_sets(catalog, suites):
+        files[spec.file.path] = spec.file
     root, bad, checked = data_dir(), 0, 0
     for rel, file in sorted(files.items()):
         path = root / rel

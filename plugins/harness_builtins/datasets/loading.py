@@ -19,6 +19,11 @@ def fetch_file(file: FileSpec, *, progress: bool = True) -> FetchResult:
     return fetch(RemoteFile(url=file.url, path=file.path, sha256=file.sha256, size=file.size), progress=progress)
 
 
+def training_file(name: str, *, progress: bool = True) -> Path:
+    """The local copy of a training spec's file (``harness train --data NAME``), fetched if need be."""
+    return fetch_file(catalog().training[name].file, progress=progress).path
+
+
 def load_suite(name: str, *, progress: bool = True) -> Suite:
     found = catalog()
     spec = found.suites[name]

@@ -131,15 +131,22 @@ def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> Tr
 
 
 def _training_file(name: Path, settings: TrainSettings) -> Path:
-    """A training file: ``name`` itself, or for a suite name, its questions turned into DPR
-    training data by BM25 distant supervision (the best-ranked answer-bearing passage is the
+    """A training file: ``name`` itself; for a training set's name (``harness list
+    training-data``), its file, fetched if need be; for a suite name, its questions turned into
+    DPR training data by BM25 distant supervision (the best-ranked answer-bearing passage is the
     positive, the best-ranked passages without an answer the hard negatives), made once and kept
     in the cache folder."""
     if Path(name).is_file():
         return Path(name)
+    sets = registry.registry("training-data")
+    if str(name) in sets:
+        return Path(sets.get(str(name)).load())
     suite = str(name)
     if suite not in registry.suites():
-        raise HarnessError(f"--data {name}: no such file, and no suite of that name (harness list suites)")
+        raise HarnessError(
+            f"--data {name}: no such file, and no training set or suite of that name "
+            "(harness list training-data, harness list suites)"
+        )
     from harness.data.training import suite_training_examples, write_training_examples
     from harness.evaluate import make_context
     from harness.util.cache import cache_dir
