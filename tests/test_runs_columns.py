@@ -106,6 +106,7 @@ def test_a_pyserini_text_without_a_newline_is_refused_by_both(tmp_path, text):
         '{"0": {"contexts": {"docid": "1"}}}',
         '{"0": []}',
         '[1, 2]',
+        '{"0": {"contexts": [], "answers": ' + "[" * 100_000 + "]" * 100_000 + "}}",
     ],
 )
 def test_what_the_fast_path_does_not_take_goes_to_the_general_reader(tmp_path, content):

@@ -16,7 +16,7 @@ or integers, scores numbers or numeric strings and not NaN, titles strings or nu
 booleans or null, texts strings or null and, in a pyserini run, holding a newline (an escaped
 ``\\n`` found by a regular expression that steps over escape sequences; texts it cannot settle
 are decoded). Where anything differs from that common shape, or msgspec refuses the file (NaN,
-numbers out of range, lone surrogates), :func:`read_columns` returns None and the general reader
+numbers out of range, lone surrogates, nesting too deep), :func:`read_columns` returns None and the general reader
 (:mod:`harness.runfiles.readers`) reads the file and words any error. The two give the same run
 (``tests/test_runs_columns.py``).
 """
@@ -177,7 +177,7 @@ def decode_columns(data: Any, fmt: str) -> list[Decoded] | None:
         return None
     try:
         decoded = _DECODERS[fmt].decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     pyserini = fmt == "pyserini-json"
     items = decoded.items() if pyserini else ((str(i), record) for i, record in enumerate(decoded))
