@@ -228,3 +228,30 @@ def test_plot_command_writes_png_and_svg(tmp_path, capsys):
     assert (out / "matrix-top5.png").is_file()
     assert main(["plot", "matrix", "--results-dir", str(tmp_path / "results"), "--output", str(out), "--rows", "nope"]) == 2
     assert "has no parameter 'nope'" in capsys.readouterr().err
+
+
+def test_plot_labels_tell_repeated_names_apart_by_variant_else_digest(tmp_path):
+    from harness.analysis.plots import labels
+
+    ranks = {"P1": {"a": 0, "b": None}, "P2": {"c": 3, "d": 30}}
+    docs = [
+        make_result("trained", params={"variant": "dpr", "path": "runs/a"}, ranks=ranks),
+        make_result("trained", params={"variant": "flip", "path": "runs/b"}, ranks=ranks),
+        make_result("trained", params={"variant": "flip", "path": "runs/c"}, ranks=ranks),
+        make_result("bm25", params={"k1": 0.9}, ranks=ranks),
+    ]
+    for doc in docs:
+        write_result(doc, tmp_path)
+    results = sorted(read_results(tmp_path), key=lambda r: (r.label, str(r.parameters)))
+    shown = labels(results)
+    assert shown[0] == "bm25" and shown[1] == "trained (dpr)"
+    assert shown[2].startswith("trained (") and shown[2] != "trained (flip)" and shown[2] != shown[3]
+    # the leaderboard's bar chart keeps the best configurations only
+    many = [make_result(f"r{i}", params={"i": i}, ranks={"P1": {"a": i % 3, "b": None}, "P2": {"c": 0, "d": i}}) for i in range(9)]
+    folder = tmp_path / "many"
+    for doc in many:
+        write_result(doc, folder)
+    plot = standard_plots(read_results(folder))["s-parts"]
+    from harness.analysis.plots import PARTS_SHOWN
+
+    assert len(plot.data["series"]) == PARTS_SHOWN

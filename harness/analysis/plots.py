@@ -33,6 +33,8 @@ from harness.util.atomic import write_text_atomic
 KINDS = ("topk", "parts", "buckets", "matrix")
 FORMATS = ("png", "svg")
 
+_LINESTYLES = ("-", "--", ":", "-.")
+
 _STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 100,
@@ -62,9 +64,20 @@ class Plot:
 
 
 def labels(results: Sequence[Result]) -> list[str]:
-    """Each result's retriever name, with its configuration digest where names repeat."""
+    """Each result's retriever name; where names repeat, with the training variant that made
+    the checkpoint when that tells the results apart, else the configuration digest."""
     names = [r.label for r in results]
-    return [n if names.count(n) == 1 else f"{n} ({r.config_key()})" for n, r in zip(names, results)]
+    variants = [r.parameters.get("variant") if isinstance(r.parameters.get("variant"), str) else None for r in results]
+    pairs = list(zip(names, variants))
+    out = []
+    for (name, variant), r in zip(pairs, results):
+        if names.count(name) == 1:
+            out.append(name)
+        elif variant is not None and pairs.count((name, variant)) == 1:
+            out.append(f"{name} ({variant})")
+        else:
+            out.append(f"{name} ({r.config_key()})")
+    return out
 
 
 def _one_suite(results: Sequence[Result]) -> str:
@@ -138,10 +151,12 @@ def draw(plot: Plot):
     with plt.rc_context(_STYLE):
         d = plot.data
         if plot.kind == "topk":
-            fig = Figure(figsize=(6.4, 4.2))
+            fig = Figure(figsize=(6.4 if len(d["series"]) <= 6 else 8.4, 4.2))
             ax = fig.add_subplot()
-            for label, ys in d["series"].items():
-                ax.plot(range(1, len(ys) + 1), ys, label=label, linewidth=1.5)
+            for i, (label, ys) in enumerate(d["series"].items()):
+                # ten colours, then the same colours dashed, dotted, ...
+                style = _LINESTYLES[(i // 10) % len(_LINESTYLES)]
+                ax.plot(range(1, len(ys) + 1), ys, label=label, linewidth=1.5, linestyle=style)
             ax.set_xlabel("k (passages retrieved)")
             ax.set_ylabel("top-k accuracy (%)")
             ax.set_xlim(1, max(len(ys) for ys in d["series"].values()))
@@ -180,7 +195,7 @@ def draw(plot: Plot):
         else:
             raise HarnessError(f"unknown plot kind {plot.kind!r}; choose from {', '.join(KINDS)}")
         ax.set_title(plot.title)
-        if plot.kind == "topk":
+        if plot.kind == "topk" and len(d["series"]) <= 6:
             ax.legend(fontsize=8, loc="lower right")
         elif plot.kind != "matrix":
             ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -212,10 +227,15 @@ def write_plot(plot: Plot, base: Path, formats: Sequence[str] = FORMATS) -> list
     return written
 
 
+#: How many configurations a leaderboard's per-part bar chart shows (bars get too thin beyond).
+PARTS_SHOWN = 6
+
+
 def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
     """The leaderboard's plots, by file stem: each suite's top-k curves (one question set per
     suite; suites with several question sets get none) and, for suites with several parts, top-20
-    (else the deepest reported cutoff) by part."""
+    (else the deepest reported cutoff) by part, for the :data:`PARTS_SHOWN` configurations best
+    at that cutoff (the leaderboard's per-part table has every one)."""
     by_suite: dict[str, list[Result]] = {}
     for r in results:
         by_suite.setdefault(r.suite, []).append(r)
@@ -230,7 +250,8 @@ def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
             depth = min(r.depth for r in group)
             ks = sorted({k for r in group for k in r.data["k"] if k <= depth})
             k = 20 if 20 in ks else (ks[-1] if ks else depth)
-            plots[f"{stem}-parts"] = parts_plot(group, k)
+            best = sorted(group, key=lambda r: -r.accuracy(k)[1])[:PARTS_SHOWN]
+            plots[f"{stem}-parts"] = parts_plot([r for r in group if r in best], k)
     return plots
 
 
