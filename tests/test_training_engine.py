@@ -160,7 +160,7 @@ def test_the_trained_retriever_runs_and_records_its_variant(tiny, data, tmp_path
     "args, message",
     [
         ({"--variant": "dpx"}, "did you mean 'dpr'"),
-        ({"--data": "missing.json"}, "--data missing.json: no such file, and no suite of that name"),
+        ({"--data": "missing.json"}, "--data missing.json: no such file, and no training set or suite of that name"),
         ({"--batch-size": "0"}, "--batch-size must be a positive number"),
         ({"--hard-negatives": "3"}, "no training example has a positive and 3 hard negative(s)"),
         ({"-L": "lambda_qq=0.5"}, "loss 'dpr' has no option 'lambda_qq'"),
