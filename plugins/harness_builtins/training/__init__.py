@@ -16,7 +16,9 @@ from harness.api import AugmentationSpec, LossSpec, SamplerSpec
 
 from .variants import VARIANTS
 
-_LOSSES = {
+#: name -> (one-line description, options with their defaults): what is registered, and what
+#: the parts' modules build (:func:`build_part`); kept here so that registering imports no torch.
+LOSS_TABLE = {
     "dpr": ("DPR's in-batch NLL: dot-product scores, each question's positive among every passage of the batch (000 §2.3)", {}),
     "stopgrad": ("stop-gradient DPR loss: half through passages with questions detached, half the reverse (000 §5.1)", {}),
     "flip": ("flipped objective: each positive passage picks its question among the batch's questions (000 §5.1)", {}),
@@ -30,7 +32,7 @@ _LOSSES = {
     ),
 }
 
-_SAMPLERS = {
+SAMPLER_TABLE = {
     "random": ("DPR's batches: shuffled, cut into batch_size (duplicate positives kept apart)", {"drop_last": False, "unique_positives": True}),
     "harder-batches": (
         "harder in-batch negatives: batches of one label (e.g. the relation) or one k-means cluster (004 ch. 6)",
@@ -39,9 +41,25 @@ _SAMPLERS = {
     ),
 }
 
-_AUGMENTATIONS = {
+AUGMENTATION_TABLE = {
     "shuffle-words": ("the text's words in random order (000 §4.1)", {"probability": 1.0}),
 }
+
+
+def parts(table, classes) -> dict:
+    """``name -> (description, class, defaults)`` for a table above and the classes of its parts."""
+    return {name: (description, classes[name], defaults) for name, (description, defaults) in table.items()}
+
+
+def build_part(noun: str, parts: dict, name: str, options) -> object:
+    """The part ``name`` of ``parts`` (:func:`parts`) built with ``options`` over its defaults."""
+    if name not in parts:
+        raise ValueError(f"unknown {noun} {name!r}; known: {', '.join(parts)}")
+    _, build, defaults = parts[name]
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown option(s) for {noun} {name!r}: {', '.join(sorted(unknown))}")
+    return build(**{**defaults, **options})
 
 
 def _build(module: str, function: str, name: str, **options):
@@ -52,19 +70,19 @@ def _build(module: str, function: str, name: str, **options):
 
 @hookimpl
 def register_losses(register):
-    for name, (description, options) in _LOSSES.items():
+    for name, (description, options) in LOSS_TABLE.items():
         register(LossSpec(name=name, description=description, load=functools.partial(_build, "losses", "build_loss", name), options=options))
 
 
 @hookimpl
 def register_samplers(register):
-    for name, (description, options) in _SAMPLERS.items():
+    for name, (description, options) in SAMPLER_TABLE.items():
         register(SamplerSpec(name=name, description=description, load=functools.partial(_build, "samplers", "build_sampler", name), options=options))
 
 
 @hookimpl
 def register_augmentations(register):
-    for name, (description, options) in _AUGMENTATIONS.items():
+    for name, (description, options) in AUGMENTATION_TABLE.items():
         register(AugmentationSpec(
             name=name, description=description, load=functools.partial(_build, "augmentations", "build_augmentation", name), options=options,
         ))

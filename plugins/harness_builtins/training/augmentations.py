@@ -1,8 +1,8 @@
 """Training-time text augmentations (``harness list augmentations``).
 
 An augmentation is built with its options and called as ``augment(text, rng)`` with ``rng`` a
-``random.Random``; the same text and rng state give the same output. :data:`AUGMENTATIONS` lists
-them for registration.
+``random.Random``; the same text and rng state give the same output. :data:`AUGMENTATIONS` pairs
+each registered augmentation with its class.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
+from harness_builtins.training import AUGMENTATION_TABLE, build_part, parts
 
 
 class ShuffleWords:
@@ -46,22 +47,11 @@ class ShuffleWords:
         return " ".join(words)
 
 
-#: name -> (one-line description, build callable, options with their defaults).
-AUGMENTATIONS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
-    "shuffle-words": (
-        "put the whitespace-separated words in a random order (000 §4.1 shuffleQ / shuffleP)",
-        ShuffleWords,
-        {"probability": 1.0},
-    ),
-}
+#: name -> (one-line description, build callable, options with their defaults), from the
+#: registered table of the plugin package.
+AUGMENTATIONS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(AUGMENTATION_TABLE, {"shuffle-words": ShuffleWords})
 
 
 def build_augmentation(name: str, **options: Any) -> Callable[[str, random.Random], str]:
     """Build the augmentation registered under ``name`` with ``options`` over its defaults."""
-    if name not in AUGMENTATIONS:
-        raise ValueError(f"unknown augmentation {name!r}; known: {', '.join(AUGMENTATIONS)}")
-    _, build, defaults = AUGMENTATIONS[name]
-    unknown = set(options) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown option(s) for augmentation {name!r}: {', '.join(sorted(unknown))}")
-    return build(**{**defaults, **options})
+    return build_part("augmentation", AUGMENTATIONS, name, options)

@@ -12,7 +12,7 @@ normalisation) as in DPR; every NLL is averaged over its anchors (``F.cross_entr
 
 Sources: seed 000 (Sciavolino thesis) §2.3 (DPR loss, eq. 2.8) and §5.1 (stop-gradient, flipped
 objective); seed 004 (Hoang thesis) §2.2.1 (Definition 2.5), ch. 4 (late interaction), ch. 5
-(multi-similarity). :data:`LOSSES` lists the losses for registration.
+(multi-similarity). :data:`LOSSES` pairs each registered loss with its class.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
+from harness_builtins.training import LOSS_TABLE, build_part, parts
 
 
 def _check_batch(questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
@@ -269,42 +270,14 @@ class LateInteractionLoss(LazyModuleMixin, nn.Module):
         return {"loss": loss, "dpr": dpr.detach(), "late": late.detach()}
 
 
-#: name -> (one-line description, build callable, options with their defaults).
-LOSSES: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
-    "dpr": (
-        "DPR's in-batch NLL: dot-product scores, each question's positive among all batch passages (000 §2.3)",
-        DPRLoss,
-        {},
-    ),
-    "stopgrad": (
-        "stop-gradient DPR loss: half through passages with questions detached, half the reverse (000 §5.1)",
-        StopGradientLoss,
-        {},
-    ),
-    "flip": (
-        "flipped objective: each positive passage picks its question among the batch's questions (000 §5.1)",
-        FlippedLoss,
-        {},
-    ),
-    "multi-sim": (
-        "DPR NLL + lambda_qq question-question + lambda_pp passage-passage in-batch NLL (004 ch. 5)",
-        MultiSimilarityLoss,
-        {"lambda_qq": 0.1, "lambda_pp": 0.1, "pp_passages": "positives"},
-    ),
-    "late-interaction": (
-        "DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (004 ch. 4)",
-        LateInteractionLoss,
-        {"lambda_late": 1.0, "dim": None, "init": "zeros"},
-    ),
-}
+#: name -> (one-line description, build callable, options with their defaults), from the
+#: registered table of the plugin package.
+LOSSES: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(LOSS_TABLE, {
+    "dpr": DPRLoss, "stopgrad": StopGradientLoss, "flip": FlippedLoss, "multi-sim": MultiSimilarityLoss,
+    "late-interaction": LateInteractionLoss,
+})
 
 
 def build_loss(name: str, **options: Any) -> nn.Module:
     """Build the loss registered under ``name`` with ``options`` over its defaults."""
-    if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; known: {', '.join(LOSSES)}")
-    _, build, defaults = LOSSES[name]
-    unknown = set(options) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown option(s) for loss {name!r}: {', '.join(sorted(unknown))}")
-    return build(**{**defaults, **options})
+    return build_part("loss", LOSSES, name, options)

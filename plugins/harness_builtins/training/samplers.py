@@ -13,7 +13,7 @@ another batch that removes the clash without creating one there. Batch sizes nev
 no swap is found (e.g. one passage is the positive of more examples than there are batches) the
 duplicate stays. Data without duplicates gets exactly the batches of ``unique_positives=False``.
 
-:data:`SAMPLERS` lists the samplers for registration.
+:data:`SAMPLERS` pairs each registered sampler with its class.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from harness.api import TrainingExample
+from harness_builtins.training import SAMPLER_TABLE, build_part, parts
 
 _SWAP_TRIES = 64
 _KMEANS_ITERATIONS = 50
@@ -287,37 +288,11 @@ class HarderBatchesSampler:
         return batches
 
 
-#: name -> (one-line description, build callable, options with their defaults).
-SAMPLERS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = {
-    "random": (
-        "DPR's batches: shuffle, cut into batch_size (duplicate positives separated by default)",
-        RandomSampler,
-        {"drop_last": False, "unique_positives": True},
-    ),
-    "harder-batches": (
-        "harder in-batch negatives: batches of one label or k-means cluster (004 ch. 6)",
-        HarderBatchesSampler,
-        {
-            "by": "auto",
-            "clusters": None,
-            "vectors": None,
-            "embed": None,
-            "normalize": True,
-            "seed": 0,
-            "backend": "auto",
-            "drop_last": False,
-            "unique_positives": True,
-        },
-    ),
-}
+#: name -> (one-line description, build callable, options with their defaults), from the
+#: registered table of the plugin package.
+SAMPLERS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(SAMPLER_TABLE, {"random": RandomSampler, "harder-batches": HarderBatchesSampler})
 
 
 def build_sampler(name: str, **options: Any) -> Callable[..., list[list[int]]]:
     """Build the sampler registered under ``name`` with ``options`` over its defaults."""
-    if name not in SAMPLERS:
-        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(SAMPLERS)}")
-    _, build, defaults = SAMPLERS[name]
-    unknown = set(options) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown option(s) for sampler {name!r}: {', '.join(sorted(unknown))}")
-    return build(**{**defaults, **options})
+    return build_part("sampler", SAMPLERS, name, options)
