@@ -10,7 +10,8 @@ from harness.registry import KINDS, registry
 @click.command("list")
 @click.argument("kind", type=click.Choice(sorted(KINDS)))
 def list_command(kind: str) -> None:
-    """List installed retrievers, suites, metrics or encoders, one per line."""
+    """List what is installed of KIND (retrievers, suites, training-data, variants, ...), one per
+    line with its description."""
     found = registry(kind)
     entries = [(_usage(spec), spec) for spec in found]
     width = max((len(usage) for usage, _ in entries), default=0)
