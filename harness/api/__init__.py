@@ -27,9 +27,11 @@ from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, Rer
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 from harness.api.training import (
     AugmentationSpec,
+    InLoopRetrieval,
     LossSpec,
     MinerSpec,
     Recipe,
+    RetrievedBatch,
     SamplerSpec,
     TrainingDataSpec,
     TrainingExample,
@@ -39,9 +41,11 @@ from harness.api.training import (
 __all__ = [
     "DEFAULT_K",
     "AugmentationSpec",
+    "InLoopRetrieval",
     "LossSpec",
     "MinerSpec",
     "Recipe",
+    "RetrievedBatch",
     "SamplerSpec",
     "TrainingDataSpec",
     "TrainingExample",

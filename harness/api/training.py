@@ -22,12 +22,19 @@ Five kinds of parts, each registered like retrievers are (``harness list losses`
   encoder settings (shared or separate encoders, a question marker, a frozen side) and default
   hyperparameters. ``harness train --variant NAME`` runs it.
 
+**Retrieval in the loop.** A recipe with ``retrieval`` (:class:`InLoopRetrieval`) trains on
+questions alone: the trainer keeps an index of the corpus's passage embeddings (made by the
+passage encoder, kept frozen or re-embedded every ``refresh_every`` steps), each step retrieves the
+top ``k`` passages of every question with the current question encoder, and calls a loss whose
+spec says ``in_loop=True`` as ``forward(questions, retrieved)``: ``questions [B, d]`` with
+gradient and a :class:`RetrievedBatch`.
+
 Specs are cheap metadata: nothing here imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,7 +68,37 @@ class _PartSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class LossSpec(_PartSpec):
-    """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``."""
+    """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``.
+    ``in_loop``: the loss takes ``(questions, retrieved)`` (a :class:`RetrievedBatch`) and needs a
+    recipe with ``retrieval``, instead of ``(questions, passages, positive)``."""
+
+    in_loop: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievedBatch:
+    """What an in-loop loss gets besides the question embeddings: for each of the batch's ``B``
+    questions, the ``k`` passages the current question encoder retrieved from the in-loop index,
+    best first. Tensors are on the questions' device; none carries gradient except what
+    ``encode_passages`` returns."""
+
+    #: The questions' texts and answers (from the training data).
+    questions: Sequence[str]
+    answers: Sequence[tuple[str, ...]]
+    #: ``[B, k]`` int64: the retrieved passages' rows in the index (corpus order).
+    rows: Any
+    #: ``[B, k]`` float32: their inner products with the (detached) question embeddings.
+    scores: Any
+    #: ``[B, k, d]`` float32: their vectors in the index (as stored: what evaluation searches).
+    vectors: Any
+    #: ``[B][k]`` the retrieved passages.
+    passages: Sequence[Sequence[Passage]]
+    #: ``[B, k]`` bool: an answer of the question occurs in the passage's text (DPR's
+    #: ``has_answer``, string mode, the rule scoring uses).
+    has_answer: Any
+    #: ``encode_passages(passages) -> [n, d]``: embeddings by the current passage encoder, with
+    #: gradient (for losses that train the passage side, e.g. ART).
+    encode_passages: Callable[[Sequence[Passage]], Any]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +121,20 @@ Part = tuple[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True, kw_only=True)
+class InLoopRetrieval:
+    """Retrieval inside the training loop (see the module notes).
+
+    The index holds the embeddings of the corpus of ``harness train --corpus SUITE`` made by the
+    passage encoder (the dense retrievers' embedding cache and encoding engine). ``refresh_every``:
+    ``None`` keeps the index made at the start (query-side fine-tuning: the passage side is frozen
+    and the index never changes); ``N`` re-embeds the corpus with the current passage encoder
+    every ``N`` optimizer steps (ART). Each step retrieves the top ``k`` per question."""
+
+    k: int = 100
+    refresh_every: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Recipe:
     """What a training variant composes. Every name is a registered part."""
 
@@ -102,6 +153,8 @@ class Recipe:
     question_marker: str | None = None
     #: A side whose encoder stays as initialised (its parameters are not trained).
     frozen: Literal["question", "passage"] | None = None
+    #: Retrieval inside the loop, for a loss whose spec has ``in_loop``; None for the rest.
+    retrieval: InLoopRetrieval | None = None
     #: Default hyperparameters (learning rate, batch size, epochs, ...), overridable by the user.
     defaults: Mapping[str, Any] = field(default_factory=dict)
 

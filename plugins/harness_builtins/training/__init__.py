@@ -30,7 +30,17 @@ LOSS_TABLE = {
         "DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (004 ch. 4)",
         {"lambda_late": 1.0, "dim": None, "init": "zeros"},
     ),
+    "qsft": ("query-side fine-tuning: -log of the softmax mass on answer-bearing passages among the top k retrieved from the frozen index (000 §5.2)", {}),
+    "art": (
+        "ART: KL(teacher || student) over the top K retrieved; teacher = softmax of a seq2seq model's mean log-likelihood of the question (-L teacher=MODEL), student = softmax(q.p / sqrt(d)) (001)",
+        {"teacher": None, "revision": None, "mean": True, "temperature": "sqrt", "teacher_batch_size": 32,
+         "max_passage_length": 512, "max_question_length": 128, "precision": "auto", "device": "auto",
+         "question_mark": True, "passage_prompt": None, "question_target": None},
+    ),
 }
+
+#: Losses that search the in-loop index (``LossSpec.in_loop``).
+IN_LOOP_LOSSES = ("qsft", "art")
 
 SAMPLER_TABLE = {
     "random": ("DPR's batches: shuffled, cut into batch_size (duplicate positives kept apart)", {"drop_last": False, "unique_positives": True}),
@@ -71,7 +81,8 @@ def _build(module: str, function: str, name: str, **options):
 @hookimpl
 def register_losses(register):
     for name, (description, options) in LOSS_TABLE.items():
-        register(LossSpec(name=name, description=description, load=functools.partial(_build, "losses", "build_loss", name), options=options))
+        register(LossSpec(name=name, description=description, load=functools.partial(_build, "losses", "build_loss", name),
+                          options=options, in_loop=name in IN_LOOP_LOSSES))
 
 
 @hookimpl

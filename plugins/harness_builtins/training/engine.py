@@ -70,6 +70,8 @@ class TrainSettings:
     epochs: float = 1.0
     max_steps: int = -1
     warmup_ratio: float = 0.0
+    #: Warm-up in optimizer steps (overrides ``warmup_ratio`` when set; seed 000's QSFT: 100).
+    warmup_steps: int | None = None
     weight_decay: float = 0.0
     seed: int = 42
     hard_negatives: int | None = None
@@ -82,8 +84,15 @@ class TrainSettings:
     logging_steps: int = 10
     gradient_accumulation: int = 1
     question_marker: str | None = None
-    #: The suite whose corpus a variant's miner searches (default: the first --data suite name).
+    #: The suite whose corpus a variant's miner or in-loop index searches (default: the first
+    #: --data suite name).
     corpus: str | None = None
+    #: Passages per shard of the in-loop index (the unit each training process embeds and holds).
+    index_shard_size: int = 100_000
+    #: Overrides of the recipe's in-loop retrieval: passages retrieved per question, and steps
+    #: between re-embeddings of the corpus (0: never).
+    retrieve_k: int | None = None
+    refresh_every: int | None = None
     resume: bool = False
     progress: bool = True
     loss_options: dict[str, Any] = field(default_factory=dict)
@@ -103,6 +112,13 @@ class TrainSettings:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= (1 if name == "warmup_ratio" else 10)):
                 raise HarnessError(f"--{name.replace('_', '-')} out of range: {value!r}")
+        if self.warmup_steps is not None and (isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0):
+            raise HarnessError(f"--warmup-steps must be 0 or more, got {self.warmup_steps!r}")
+        positive("index_shard_size", self.index_shard_size)
+        for name in ("retrieve_k", "refresh_every"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "retrieve_k" else 0)):
+                raise HarnessError(f"--{name.replace('_', '-')} must be a {'positive' if name == 'retrieve_k' else 'non-negative'} integer, got {value!r}")
         if self.max_steps != -1 and self.max_steps < 1:
             raise HarnessError(f"--max-steps must be a positive number, got {self.max_steps}")
         if self.hard_negatives is not None and self.hard_negatives < 0:
@@ -152,17 +168,22 @@ class AugmentingColumns:
     same text for the same (seed, epoch, example), however batches are formed or resumed.
     """
 
-    def __init__(self, question_augmentations: Sequence[Callable], passage_augmentations: Sequence[Callable], seed: int):
+    def __init__(self, question_augmentations: Sequence[Callable], passage_augmentations: Sequence[Callable], seed: int,
+                 *, labels: bool = False):
         self.question_augmentations = list(question_augmentations)
         self.passage_augmentations = list(passage_augmentations)
         self.seed = seed
         self.epoch = 0
+        #: Hand each example's index to the loss as its ``label`` (in-loop losses look up answers).
+        self.labels = labels
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
         out = {}
         indices = batch["index"]
         for column, values in batch.items():
             if column == "index":
+                if self.labels:
+                    out["label"] = list(values)
                 continue
             chain = self.question_augmentations if column == QUESTION else self.passage_augmentations
             if not chain:
@@ -219,5 +240,6 @@ def recipe_record(recipe: Recipe) -> dict[str, Any]:
         "shared_encoder": recipe.shared_encoder,
         "question_marker": recipe.question_marker,
         "frozen": recipe.frozen,
+        "retrieval": None if recipe.retrieval is None else asdict(recipe.retrieval),
         "defaults": dict(recipe.defaults),
     }

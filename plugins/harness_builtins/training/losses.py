@@ -17,6 +17,7 @@ objective); seed 004 (Hoang thesis) §2.2.1 (Definition 2.5), ch. 4 (late intera
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -270,11 +271,124 @@ class LateInteractionLoss(LazyModuleMixin, nn.Module):
         return {"loss": loss, "dpr": dpr.detach(), "late": late.detach()}
 
 
+# ---------------------------------------------------------------------------------- in-loop losses
+
+
+class QSFTLoss(nn.Module):
+    """Query-side fine-tuning (seed 000 §5.2, after Lee et al. 2021, DensePhrases): an in-loop
+    loss over the ``k`` passages the current question encoder retrieved from the frozen index.
+
+    With ``s_ij = q_i . p_ij`` (the index's vectors ``p``, which get no gradient) and ``A_i`` the
+    retrieved passages whose text holds an answer (DPR's ``has_answer``):
+
+        L = 1/|I| * sum_{i in I} -log( sum_{j in A_i} exp(s_ij) / sum_{j=1..k} exp(s_ij) )
+
+    the negative log of the softmax probability mass on answer-bearing passages, over the
+    questions ``I`` that retrieved at least one (the others are skipped: the part ``skipped`` is
+    their share of the batch, and :attr:`skipped` / :attr:`seen` count them over training).
+    A batch with no such question gives 0 (still connected to the graph). Parts: ``{"loss",
+    "skipped"}``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped = 0
+        self.seen = 0
+
+    def forward(self, questions: torch.Tensor, retrieved) -> dict[str, torch.Tensor]:
+        vectors = retrieved.vectors.to(questions.dtype)
+        scores = torch.einsum("bd,bkd->bk", questions, vectors)
+        mask = retrieved.has_answer.to(torch.bool)
+        keep = mask.any(dim=1)
+        total = torch.logsumexp(scores, dim=1)
+        positive = torch.logsumexp(scores.masked_fill(~mask, float("-inf")), dim=1)
+        kept = int(keep.sum())
+        self.seen += int(keep.numel())
+        self.skipped += int(keep.numel()) - kept
+        loss = (total - positive)[keep].mean() if kept else scores.sum() * 0.0
+        return {"loss": loss, "skipped": torch.tensor(1.0 - kept / max(1, keep.numel()))}
+
+
+class ARTLoss(nn.Module):
+    """ART (Sachan et al. 2022, "Questions Are All You Need to Train a Dense Passage Retriever";
+    seed 001): an in-loop loss without labelled passages.
+
+    For each question and its ``K`` retrieved passages ``z_1..z_K``:
+
+    - teacher: ``p_hat(z_j) = softmax_j( (1/|q|) sum_t log p(q_t | q_<t, z_j) )``, the mean
+      log-likelihood of the question's tokens given the passage under the sequence-to-sequence
+      ``teacher`` (the UPR scorer, :func:`harness_builtins.rerank.upr.question_log_likelihoods`,
+      its prompt and target templates; no gradient). ``mean: false`` uses the sum instead.
+    - student: ``q(z_j) = softmax_j( q . p_j / tau )`` with the passage embeddings ``p_j``
+      re-encoded by the current passage encoder (with gradient) and ``tau = sqrt(d)`` (or the
+      number ``temperature``);
+    - ``L = 1/B * sum_i KL(p_hat_i || q_i) = 1/B * sum_i sum_j p_hat_ij (log p_hat_ij - log q_ij)``.
+
+    Parts: ``{"loss", "kl", "teacher_entropy"}``.
+    """
+
+    def __init__(self, teacher: Any = None, revision: str | None = None, mean: bool = True, temperature: Any = "sqrt",
+                 teacher_batch_size: int = 32, max_passage_length: int = 512, max_question_length: int = 128,
+                 precision: str = "auto", device: str = "auto", question_mark: bool = True,
+                 passage_prompt: str | None = None, question_target: str | None = None) -> None:
+        super().__init__()
+        from harness_builtins.rerank import upr
+        from harness_builtins.rerank.models import ModelRef, positive_int, resolve_device, resolve_precision
+
+        if not teacher:
+            raise ValueError("the art loss needs a sequence-to-sequence teacher: -L teacher=HUB_ID_OR_DIRECTORY (T0-3B in the paper)")
+        if not isinstance(mean, bool) or not isinstance(question_mark, bool):
+            raise ValueError("mean and question_mark must be true or false")
+        if temperature != "sqrt":
+            temperature = _weight("temperature", temperature)
+            if temperature == 0:
+                raise ValueError("temperature must be > 0 (or sqrt)")
+        self.temperature = temperature
+        self.mean = mean
+        self.question_mark = question_mark
+        self.batch_size = positive_int("teacher_batch_size", teacher_batch_size, 32)
+        self.max_passage_length = positive_int("max_passage_length", max_passage_length, 512)
+        self.max_question_length = positive_int("max_question_length", max_question_length, 128)
+        self.passage_prompt = upr._template("passage_prompt", passage_prompt or upr.PASSAGE_PROMPT, ("title", "text"))
+        self.question_target = upr._template("question_target", question_target or upr.QUESTION_TARGET, ("question",))
+        dev = resolve_device(device)
+        # a plain attribute, not a submodule: the teacher is neither trained nor saved
+        self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(ModelRef(teacher, revision), dev, resolve_precision(precision, dev))
+        self._score = upr.question_log_likelihoods
+        self._target = upr.question_target
+
+    def teacher_scores(self, questions, passages) -> torch.Tensor:
+        """``[B, K]``: each passage's (mean) log-likelihood of its question under the teacher."""
+        rows = []
+        for question, group in zip(questions, passages):
+            sums = self._score(
+                self.teacher, self.tokenizer, question, [(p.title, p.text) for p in group], batch_size=self.batch_size,
+                max_passage_length=self.max_passage_length, max_question_length=self.max_question_length,
+                question_mark=self.question_mark, passage_template=self.passage_prompt, target_template=self.question_target,
+            )
+            if self.mean:
+                target = self._target(question, question_mark=self.question_mark, template=self.question_target)
+                tokens = len(self.tokenizer(target, max_length=self.max_question_length, truncation=True).input_ids)
+                sums = [value / tokens for value in sums]
+            rows.append(sums)
+        return torch.tensor(rows, dtype=torch.float32)
+
+    def forward(self, questions: torch.Tensor, retrieved) -> dict[str, torch.Tensor]:
+        b, k = len(retrieved.passages), len(retrieved.passages[0])
+        teacher = torch.log_softmax(self.teacher_scores(retrieved.questions, retrieved.passages).to(questions.device), dim=1)
+        passages = retrieved.encode_passages([p for group in retrieved.passages for p in group]).reshape(b, k, -1)
+        tau = math.sqrt(questions.shape[1]) if self.temperature == "sqrt" else self.temperature
+        student = torch.log_softmax(torch.einsum("bd,bkd->bk", questions, passages.to(questions.dtype)) / tau, dim=1)
+        kl = F.kl_div(student, teacher, log_target=True, reduction="batchmean")
+        entropy = -(teacher.exp() * teacher).sum(dim=1).mean()
+        return {"loss": kl, "kl": kl.detach(), "teacher_entropy": entropy.detach()}
+
+
 #: name -> (one-line description, build callable, options with their defaults), from the
 #: registered table of the plugin package.
 LOSSES: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(LOSS_TABLE, {
     "dpr": DPRLoss, "stopgrad": StopGradientLoss, "flip": FlippedLoss, "multi-sim": MultiSimilarityLoss,
-    "late-interaction": LateInteractionLoss,
+    "late-interaction": LateInteractionLoss, "qsft": QSFTLoss, "art": ARTLoss,
 })
 
 

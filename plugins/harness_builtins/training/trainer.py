@@ -162,11 +162,31 @@ def _training_file(name: Path, settings: TrainSettings) -> Path:
     return target
 
 
-def _read_data(settings: TrainSettings) -> tuple[list, list[dict[str, Any]]]:
+def _suite_questions(name: str) -> list:
+    """A suite's questions as in-loop training examples: question, answers and (for a suite of
+    several parts) the part's name as label; no passages (the loop retrieves them)."""
+    from harness.api import TrainingExample
+
+    suite = registry.load("suites", name, {}).value
+    several = len(suite.parts) > 1
+    return [TrainingExample(question=q.text, answers=tuple(q.answers), positives=(), label=part.name if several else None)
+            for part in suite.parts for q in part.questions]
+
+
+def _read_data(settings: TrainSettings, *, in_loop: bool = False) -> tuple[list, list[dict[str, Any]]]:
+    """Each ``--data`` entry's examples and its record. With ``in_loop`` a suite name gives its
+    questions as they are (:func:`_suite_questions`), not distant supervision."""
     from harness.data.training import read_training_examples
 
     datasets, records = [], []
     for name, weight in settings.data:
+        if in_loop and not Path(name).is_file() and str(name) not in registry.registry("training-data") and str(name) in registry.suites():
+            examples = _suite_questions(str(name))
+            datasets.append(examples)
+            records.append({"data": str(name), "path": None, "weight": weight, "examples": len(examples),
+                            "fingerprint": "suite:" + registry.load("suites", str(name), {}).value.corpus.fingerprint,
+                            "labels": sorted({e.label for e in examples if e.label is not None})})
+            continue
         path = _training_file(name, settings)
         examples = list(read_training_examples(path))
         if not examples:
@@ -185,9 +205,7 @@ def _mine(recipe, settings: TrainSettings, datasets: list, hard_negatives: int) 
     ``settings.corpus`` (or of the first ``--data`` that is a suite name)."""
     from harness.evaluate import make_context
 
-    corpus_suite = settings.corpus or next((str(n) for n, _ in settings.data if not Path(n).is_file() and str(n) in registry.suites()), None)
-    if corpus_suite is None:
-        raise HarnessError(f"variant {settings.variant!r} mines hard negatives: name the suite whose corpus to search with --corpus SUITE")
+    corpus_suite = _corpus_suite(settings, "mines hard negatives")
     name, options = recipe.miner
     options = {**dict(options), "negatives": hard_negatives, **settings.miner_options}
     miner = registry.load("miners", name, options).value
@@ -196,6 +214,16 @@ def _mine(recipe, settings: TrainSettings, datasets: list, hard_negatives: int) 
     mined = [miner(examples, suite.corpus, context) for examples in datasets]
     parameters = miner.parameters() if hasattr(miner, "parameters") else options
     return mined, {"name": name, "options": _jsonable_options(parameters), "corpus": corpus_suite}
+
+
+def _corpus_suite(settings: TrainSettings, why: str) -> str:
+    """The suite whose corpus a miner or the in-loop index searches: ``--corpus``, else the first
+    ``--data`` that is a suite name."""
+    found = settings.corpus or next((str(n) for n, _ in settings.data if not Path(n).is_file() and str(n) in registry.suites()), None)
+    if found is None:
+        raise HarnessError(f"variant {settings.variant!r} {why}: name the suite whose corpus to search with --corpus SUITE")
+    registry.suites().get(found)
+    return found
 
 
 def _jsonable_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +261,22 @@ def train(settings: TrainSettings) -> Path:
     passage_aug = [_part("augmentations", p) for p in recipe.passage_augmentations]
     hard_negatives = recipe.hard_negatives if settings.hard_negatives is None else settings.hard_negatives
 
-    datasets, data_records = _read_data(settings)
+    loss_spec = registry.registry("losses").get(recipe.loss[0])
+    in_loop = recipe.retrieval
+    if in_loop is not None:
+        import dataclasses
+
+        refresh = in_loop.refresh_every if settings.refresh_every is None else (settings.refresh_every or None)
+        in_loop = dataclasses.replace(in_loop, k=settings.retrieve_k or in_loop.k, refresh_every=refresh)
+    elif settings.retrieve_k is not None or settings.refresh_every is not None:
+        raise HarnessError(f"--retrieve-k and --refresh-every apply to in-loop variants (qsft, art); {settings.variant!r} is not one")
+    if (in_loop is not None) != loss_spec.in_loop:
+        raise HarnessError(
+            f"variant {settings.variant!r}: loss {loss_spec.name!r} {'searches an in-loop index' if loss_spec.in_loop else 'takes in-batch passages'}, "
+            f"but the recipe {'has no' if in_loop is None else 'has an'} in-loop retrieval"
+        )
+    corpus_suite = _corpus_suite(settings, "retrieves inside the training loop") if in_loop else None
+    datasets, data_records = _read_data(settings, in_loop=in_loop is not None)
     miner_record = None
     if recipe.miner is not None:
         from harness.data.training import write_training_examples
@@ -242,9 +285,14 @@ def train(settings: TrainSettings) -> Path:
         output.mkdir(parents=True, exist_ok=True)
         write_training_examples(output / MINED, (e for group in datasets for e in group))
     examples = [e for group in mixture(datasets, [w for _, w in settings.data], settings.seed, settings.mixture) for e in group]
-    usable = [e for e in examples if e.positives and len(e.hard_negatives) >= hard_negatives]
-    if not usable:
-        raise HarnessError(f"no training example has a positive and {hard_negatives} hard negative(s)")
+    if in_loop:
+        usable = [e for e in examples if e.question.strip()]
+        if not usable:
+            raise HarnessError("no training question to retrieve for")
+    else:
+        usable = [e for e in examples if e.positives and len(e.hard_negatives) >= hard_negatives]
+        if not usable:
+            raise HarnessError(f"no training example has a positive and {hard_negatives} hard negative(s)")
 
     torch.manual_seed(settings.seed)
     model = build_model(
@@ -252,7 +300,10 @@ def train(settings: TrainSettings) -> Path:
         max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length,
     )
     sep = getattr(model.tokenizer, "sep_token", None) or "[SEP]"
-    data = columns(examples, hard_negatives=hard_negatives, format=settings.format, sep=sep)
+    if in_loop:
+        data = {QUESTION: [e.question for e in usable], "index": list(range(len(usable)))}
+    else:
+        data = columns(examples, hard_negatives=hard_negatives, format=settings.format, sep=sep)
     kept = len(data[QUESTION])
     freeze_unused(model)
     if recipe.frozen:
@@ -261,11 +312,21 @@ def train(settings: TrainSettings) -> Path:
     sampler = _part("samplers", recipe.sampler, _with_model_defaults("samplers", recipe.sampler, settings.sampler_options, model))
 
     dataset = Dataset.from_dict(data)
-    augmenter = AugmentingColumns(question_aug, passage_aug, settings.seed)
+    augmenter = AugmentingColumns(question_aug, passage_aug, settings.seed, labels=in_loop is not None)
     dataset.set_transform(augmenter)
     text_columns = [c for c in data if c != "index"]
 
-    loss = EmbeddingLoss.create(model, loss_module)
+    index = None
+    if in_loop:
+        from harness.util.cache import cache_dir
+
+        from harness_builtins.training.inloop import InLoopIndex, in_loop_loss
+
+        index = InLoopIndex(registry.load("suites", corpus_suite, {}).value.corpus, root=cache_dir() / "dense",
+                            format=settings.format, sep=sep, shard_size=settings.index_shard_size, progress=settings.progress)
+        loss = in_loop_loss(model, loss_module, index, usable, k=in_loop.k, format=settings.format, sep=sep)
+    else:
+        loss = EmbeddingLoss.create(model, loss_module)
     log_path = output / LOG
     output.mkdir(parents=True, exist_ok=True)
 
@@ -276,6 +337,15 @@ def train(settings: TrainSettings) -> Path:
 
         def on_epoch_begin(self, args, state, control, **kwargs):
             augmenter.epoch = int(round(state.epoch or 0))
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if index is not None:  # after a resumed run's weights are loaded
+                index.build(model, state.global_step)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            every = in_loop.refresh_every if in_loop else None
+            if every and state.global_step % every == 0 and state.global_step < state.max_steps:
+                index.build(model, state.global_step)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not state.is_world_process_zero or not logs:
@@ -298,7 +368,8 @@ def train(settings: TrainSettings) -> Path:
         learning_rate=settings.learning_rate,
         num_train_epochs=settings.epochs,
         max_steps=settings.max_steps,
-        warmup_steps=float(settings.warmup_ratio),  # a float below 1 is a share of the steps
+        # an int counts steps, a float below 1 is a share of the steps
+        warmup_steps=settings.warmup_steps if settings.warmup_steps is not None else float(settings.warmup_ratio),
         weight_decay=settings.weight_decay,
         seed=settings.seed,
         data_seed=settings.seed,
@@ -335,6 +406,9 @@ def train(settings: TrainSettings) -> Path:
     elif log_path.exists() and trainer.is_world_process_zero():
         log_path.unlink()
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    in_loop_record = _in_loop_record(in_loop, corpus_suite, index, loss_module)  # every process: a collective
+    if index is not None:
+        index.discard()
     if not trainer.is_world_process_zero():
         return output
 
@@ -357,6 +431,7 @@ def train(settings: TrainSettings) -> Path:
                      "left_out": len(examples) - kept},
         "hard_negatives": hard_negatives,
         "miner": miner_record,
+        "in_loop": in_loop_record,
         "format": settings.format,
         "seed": settings.seed,
         "steps": trainer.state.global_step,
@@ -367,6 +442,26 @@ def train(settings: TrainSettings) -> Path:
     }
     write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
     return output
+
+
+def _in_loop_record(in_loop, corpus_suite: str | None, index, loss_module) -> dict[str, Any] | None:
+    """What the in-loop retrieval did: its settings, each (re-)embedding of the corpus (step,
+    cache, seconds, passages/s) and, for a loss that skips questions, how many it skipped
+    (summed over processes)."""
+    if in_loop is None:
+        return None
+    record: dict[str, Any] = {"k": in_loop.k, "refresh_every": in_loop.refresh_every, "corpus": corpus_suite,
+                              "passages": len(index), "builds": index.builds}
+    if hasattr(loss_module, "skipped"):
+        counts = [int(loss_module.skipped), int(loss_module.seen)]
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            gathered = [None] * dist.get_world_size()
+            dist.all_gather_object(gathered, counts)
+            counts = [sum(c[0] for c in gathered), sum(c[1] for c in gathered)]
+        record["questions_skipped"], record["questions_seen"] = counts
+    return record
 
 
 #: Files the trainer writes into every checkpoint (the model's own files besides).

@@ -9,7 +9,7 @@ DPR used 128, seed 004 24 per device; set ``--batch-size``), one BM25 hard negat
 
 from __future__ import annotations
 
-from harness.api import Recipe, VariantSpec
+from harness.api import InLoopRetrieval, Recipe, VariantSpec
 
 _SHUFFLE = ("shuffle-words", {})
 
@@ -91,5 +91,19 @@ VARIANTS: tuple[VariantSpec, ...] = (
         description="shared encoder trained jointly with the head m^T [q; p; q*p; q-p]: NLL + lambda * NLL_L (the head is saved for re-ranking)",
         recipe=Recipe(shared_encoder=True, loss=("late-interaction", {})),
         reference="seed 004 ch. 4",
+    ),
+    VariantSpec(
+        name="qsft",
+        description="query-side fine-tuning: passage encoder and index frozen; each step retrieves the top 100 with the current question encoder and maximises the probability mass on answer-bearing passages (--corpus SUITE)",
+        recipe=Recipe(loss=("qsft", {}), frozen="passage", hard_negatives=0, retrieval=InLoopRetrieval(k=100),
+                      defaults={"epochs": 2.0, "batch_size": 24, "warmup_steps": 100}),
+        reference="seed 000 §5.2 and Table 6.1 (after Lee et al. 2021)",
+    ),
+    VariantSpec(
+        name="art",
+        description="ART: no labelled passages; KL from a seq2seq teacher's question likelihood (-L teacher=MODEL) to the retriever's softmax over its top 32; corpus re-embedded every 500 steps",
+        recipe=Recipe(loss=("art", {}), hard_negatives=0, retrieval=InLoopRetrieval(k=32, refresh_every=500),
+                      defaults={"epochs": 10.0, "batch_size": 64, "learning_rate": 2e-5, "warmup_ratio": 0.01, "weight_decay": 0.1}),
+        reference="seed 001 (Sachan et al. 2022, ART)",
     ),
 )
