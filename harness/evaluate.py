@@ -99,8 +99,11 @@ def retrieve(
     *,
     name: str = "?",
     corpus: Corpus | None = None,
+    parts: Sequence[str] | None = None,
 ) -> list[list[Hit]]:
-    """Each question's top-``depth`` hits, searched in batches with a progress bar.
+    """Each question's top-``depth`` hits, searched in batches with a progress bar. With
+    ``parts`` (each question's part name), a retriever with ``search_parts``
+    (:class:`~harness.api.PartAwareRetriever`) is told each question's part.
 
     Every ranking is checked (:func:`harness.scoring.rankings.check_ranking`): at most ``depth``
     :class:`Hit` records, no passage twice, finite scores best first, and, given ``corpus``, only
@@ -115,7 +118,10 @@ def retrieve(
     with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
         for start in range(0, len(queries), SEARCH_BATCH):
             batch = queries[start : start + SEARCH_BATCH]
-            hits = retriever.search(batch, depth, context)
+            if parts is not None and callable(getattr(retriever, "search_parts", None)):
+                hits = retriever.search_parts(batch, list(parts[start : start + SEARCH_BATCH]), depth, context)
+            else:
+                hits = retriever.search(batch, depth, context)
             if not isinstance(hits, Sequence) or len(hits) != len(batch):
                 got = len(hits) if isinstance(hits, Sequence) else type(hits).__name__
                 raise HarnessError(f"{source} returned {got} rankings for {len(batch)} queries")
@@ -312,7 +318,9 @@ def evaluate_retriever(
     with timer.stage("index"):
         retriever.index(suite.corpus, context)
     with timer.stage("search"):
-        rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus)
+        part_of = {q.id: part.name for part in suite.parts for q in part.questions}
+        rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus,
+                            parts=[part_of[q.id] for q in suite.questions])
     if reranker is not None:
         from harness.scoring.rerank import rerank_rankings
 

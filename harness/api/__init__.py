@@ -22,7 +22,7 @@ from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerpri
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.published import PublishedRow, PublishedTable
-from harness.api.retrievers import MAX_K, Hit, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.retrievers import MAX_K, Hit, PartAwareRetriever, Ranking, Retriever, RetrieverSpec, RunContext
 from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 from harness.api.training import (
@@ -67,6 +67,7 @@ __all__ = [
     "PublishedRow",
     "PublishedTable",
     "Question",
+    "PartAwareRetriever",
     "Ranking",
     "Retriever",
     "RetrieverSpec",

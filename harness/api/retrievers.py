@@ -57,6 +57,16 @@ class Retriever(Protocol):
         ...
 
 
+@runtime_checkable
+class PartAwareRetriever(Retriever, Protocol):
+    """A retriever that searches each question knowing its part of the suite (e.g. one question
+    encoder per EntityQuestions relation). The harness calls ``search_parts`` instead of
+    ``search`` when the retriever has it; ``parts[i]`` names the part of ``queries[i]``."""
+
+    def search_parts(self, queries: Sequence[str], parts: Sequence[str], k: int, context: RunContext) -> list[Ranking]:
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetrieverSpec:
     """A retriever a plugin offers. ``load(**options)`` returns a :class:`Retriever`.

@@ -155,6 +155,12 @@ class Recipe:
     frozen: Literal["question", "passage"] | None = None
     #: Retrieval inside the loop, for a loss whose spec has ``in_loop``; None for the rest.
     retrieval: InLoopRetrieval | None = None
+    #: Train one model per label of the training data (e.g. per EntityQuestions relation), each
+    #: on that label's examples alone, into ``OUT/labels/LABEL`` (specialised question encoders).
+    split_by_label: bool = False
+    #: A variant run first on ``--pretrain-data`` (into ``OUT/stages/pretrain``) whose model then
+    #: starts this recipe (synthetic pre-training, then fine-tuning); None for one stage.
+    pretrain: str | None = None
     #: Default hyperparameters (learning rate, batch size, epochs, ...), overridable by the user.
     defaults: Mapping[str, Any] = field(default_factory=dict)
 

@@ -14,6 +14,7 @@ same name on the dense engine:
 - :mod:`~harness_builtins.dense.adapt` and :mod:`~harness_builtins.dense.matrix`: encoder
   adaptation, one pair (``-r adapt``) or the whole Q x P matrix (``harness matrix``).
 - :mod:`~harness_builtins.dense.distributed`: encoding a corpus on every rank of a torchrun job.
+- :mod:`~harness_builtins.dense.specialised`: a question encoder per part of a suite (``-r specialised``).
 
 Registering imports only :mod:`~harness_builtins.dense.presets` (no torch, transformers or faiss);
 they are imported when a dense retriever is loaded.
@@ -68,6 +69,20 @@ def register_retrievers(register):
             options={"query_encoder": None, "passage_encoder": None, **RUNTIME_OPTIONS, **INDEX_OPTIONS},
         )
     )
+    register(
+        RetrieverSpec(
+            name="specialised",
+            description="one question encoder per part of the suite over one passage index: -o path=OUT of harness train --variant specialised (seed 003)",
+            load=_load_specialised,
+            options={"path": None, **RUNTIME_OPTIONS, **INDEX_OPTIONS},
+        )
+    )
+
+
+def _load_specialised(**options):
+    from harness_builtins.dense.specialised import load_specialised
+
+    return load_specialised(**options)
 
 
 @hookimpl

@@ -96,7 +96,13 @@ class DenseRetriever:
         if not queries:
             return []
         apply_threads(context.threads)
-        vectors = self.encoder.encode_queries(list(queries))
+        return self.search_vectors(self.encoder.encode_queries(list(queries)), k)
+
+    def search_vectors(self, vectors, k: int) -> list[list[Hit]]:
+        """The top ``k`` hits of each query vector (``[Q, d]``, from any question encoder whose
+        vectors pair with this index's passage encoder)."""
+        if self.dense_index is None:
+            raise RuntimeError("DenseRetriever.search_vectors called before index()")
         if vectors.shape[1] != self.dense_index.dim:
             raise HarnessError(
                 f"the question encoder gives {vectors.shape[1]}-d vectors but the passage index is "
@@ -106,7 +112,7 @@ class DenseRetriever:
         ids = self.dense_index.passage_ids(rows.clip(min=0))
         width = rows.shape[1]
         out: list[list[Hit]] = []
-        for q in range(len(queries)):
+        for q in range(vectors.shape[0]):
             out.append(
                 [
                     Hit(passage_id=ids[q * width + j], score=float(scores[q, j]))

@@ -60,10 +60,13 @@ def training_summary(record: dict[str, Any]) -> dict[str, Any]:
 class TrainedEncoder:
     """A ``harness train`` checkpoint as an encoder (its sentence-transformers model)."""
 
-    def __init__(self, path: str, **engine: Any):
+    def __init__(self, path: str, *, specialised: bool = False, **engine: Any):
         from harness_builtins.dense.encoders import ModelRef, SentenceTransformerEncoder
 
         self.record = read_training_record(path)
+        if not specialised and isinstance(self.record.get("labels"), dict):
+            raise HarnessError(f"{path} holds one question encoder per label (variant {self.record['variant']}): "
+                               f"evaluate it with --retriever specialised -o path={path}")
         self.inner = SentenceTransformerEncoder(ModelRef(str(Path(path).expanduser() / "model")), format=self.record["format"], **engine)
 
     def identity(self) -> str:

@@ -37,6 +37,9 @@ def _is_number(text: str) -> bool:
 @click.command("train")
 @click.option("--variant", required=True, help="A training variant (harness list variants).")
 @click.option("--data", "data", multiple=True, required=True, help="Training data: a DPR training JSON (or .json.gz, .jsonl) or a suite name (its questions with BM25-mined positives and negatives); FILE:WEIGHT to mix several.")
+@click.option("--pretrain-data", "pretrain_data", multiple=True, help="Two-stage variants (synthetic-pretrain): the data of the pre-training stage (e.g. from harness data generate-questions); FILE:WEIGHT to mix several.")
+@click.option("--pretrain-epochs", type=float, default=None, help="Two-stage variants: passes over --pretrain-data (default: --epochs).")
+@click.option("--pretrain-max-steps", type=int, default=None, help="Two-stage variants: stop the pre-training stage after N steps.")
 @click.option("--model", required=True, help="Initial model: a hub id, a local directory (sentence-transformers or transformers), or minilm (the packaged all-MiniLM-L6-v2, offline).")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True, help="The checkpoint directory to write.")
 @click.option("--epochs", type=float, default=None, help="Passes over the data (default 1).")
@@ -66,7 +69,7 @@ def _is_number(text: str) -> bool:
 @click.option("-S", "--sampler-option", "sampler_options", multiple=True, help="KEY=VALUE option of the variant's batch sampler.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted run from its last checkpoint in --output.")
 @no_progress_option
-def train_command(variant, data, model, output, loss_options, sampler_options, miner_options, resume, no_progress=False, **given):
+def train_command(variant, data, pretrain_data, model, output, loss_options, sampler_options, miner_options, resume, no_progress=False, **given):
     """Train a dual encoder with a variant's recipe and write a checkpoint directory.
 
     The checkpoint loads as a retriever (harness run --retriever trained -o path=OUTPUT), in
@@ -75,14 +78,15 @@ def train_command(variant, data, model, output, loss_options, sampler_options, m
     from harness_builtins.training.trainer import resolve_settings, train
 
     settings = resolve_settings(
-        variant=variant, data=_data(data), model=model, output=output, resume=resume,
+        variant=variant, data=_data(data), pretrain_data=_data(pretrain_data), model=model, output=output, resume=resume,
         progress=not no_progress, loss_options=parse_options(loss_options, "--loss-option"),
         sampler_options=parse_options(sampler_options, "--sampler-option"),
         miner_options=parse_options(miner_options, "--miner-option"),
         given={k: v for k, v in given.items() if v is not None},
     )
     path = train(settings)
-    click.echo(f"wrote {path} (variant {variant}; load it with: harness run --retriever trained -o path={path})")
+    retriever = "specialised" if (Path(path) / "specialised.json").is_file() else "trained"
+    click.echo(f"wrote {path} (variant {variant}; load it with: harness run --retriever {retriever} -o path={path})")
 
 
 @click.command("export-dpr")

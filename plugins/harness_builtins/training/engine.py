@@ -93,6 +93,15 @@ class TrainSettings:
     #: between re-embeddings of the corpus (0: never).
     retrieve_k: int | None = None
     refresh_every: int | None = None
+    #: Train on the examples of this label only (set per label by a split-by-label recipe).
+    only_label: str | None = None
+    #: Data, epochs and steps of a two-stage recipe's pre-training stage (epochs and steps
+    #: default to the main stage's).
+    pretrain_data: list[tuple[Path, float]] = field(default_factory=list)
+    pretrain_epochs: float | None = None
+    pretrain_max_steps: int | None = None
+    #: The finished pre-training stage this run starts from (set by the two-stage driver).
+    pretrained_from: str | None = None
     resume: bool = False
     progress: bool = True
     loss_options: dict[str, Any] = field(default_factory=dict)
@@ -130,8 +139,12 @@ class TrainSettings:
         passage_text("", "", self.format)
         if not self.data:
             raise HarnessError("no training data: give --data FILE (a DPR training JSON, or several with weights)")
-        for path, weight in self.data:
+        for path, weight in [*self.data, *self.pretrain_data]:
             positive("data weight", weight)
+        if self.pretrain_epochs is not None:
+            positive("pretrain_epochs", self.pretrain_epochs)
+        if self.pretrain_max_steps is not None and (isinstance(self.pretrain_max_steps, bool) or self.pretrain_max_steps < 1):
+            raise HarnessError(f"--pretrain-max-steps must be a positive number, got {self.pretrain_max_steps}")
 
 
 def file_fingerprint(path: Path) -> str:
@@ -222,6 +235,7 @@ def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format:
 def settings_record(settings: TrainSettings) -> dict[str, Any]:
     record = asdict(settings)
     record["data"] = [{"path": str(p), "weight": w} for p, w in settings.data]
+    record["pretrain_data"] = [{"path": str(p), "weight": w} for p, w in settings.pretrain_data]
     record["output"] = str(settings.output)
     return record
 
@@ -241,5 +255,7 @@ def recipe_record(recipe: Recipe) -> dict[str, Any]:
         "question_marker": recipe.question_marker,
         "frozen": recipe.frozen,
         "retrieval": None if recipe.retrieval is None else asdict(recipe.retrieval),
+        "split_by_label": recipe.split_by_label,
+        "pretrain": recipe.pretrain,
         "defaults": dict(recipe.defaults),
     }

@@ -127,6 +127,7 @@ def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> Tr
         raise HarnessError(f"variant {variant!r} has a default for an unknown setting {unknown[0]!r}")
     values = {**dict(spec.recipe.defaults), **given, **fixed}
     data = [(Path(p), w) for p, w in values.pop("data")]
+    values["pretrain_data"] = [(Path(p), w) for p, w in values.pop("pretrain_data", ())]
     return TrainSettings(variant=variant, data=data, **values)
 
 
@@ -181,16 +182,16 @@ def _read_data(settings: TrainSettings, *, in_loop: bool = False) -> tuple[list,
     datasets, records = [], []
     for name, weight in settings.data:
         if in_loop and not Path(name).is_file() and str(name) not in registry.registry("training-data") and str(name) in registry.suites():
-            examples = _suite_questions(str(name))
+            examples = [e for e in _suite_questions(str(name)) if settings.only_label is None or e.label == settings.only_label]
             datasets.append(examples)
             records.append({"data": str(name), "path": None, "weight": weight, "examples": len(examples),
                             "fingerprint": "suite:" + registry.load("suites", str(name), {}).value.corpus.fingerprint,
                             "labels": sorted({e.label for e in examples if e.label is not None})})
             continue
         path = _training_file(name, settings)
-        examples = list(read_training_examples(path))
+        examples = [e for e in read_training_examples(path) if settings.only_label is None or e.label == settings.only_label]
         if not examples:
-            raise HarnessError(f"--data {path}: no training examples")
+            raise HarnessError(f"--data {path}: no training examples" + (f" labelled {settings.only_label!r}" if settings.only_label else ""))
         datasets.append(examples)
         # The categories trained on (a suite's parts, a file's "label"s): the leaderboard splits
         # a multi-part suite into the parts seen in training and the rest.
@@ -257,6 +258,13 @@ def train(settings: TrainSettings) -> Path:
     if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not settings.resume:
         raise HarnessError(f"{output} holds checkpoints of an unfinished run: add --resume to continue it, or choose another --output")
 
+    if recipe.split_by_label and settings.only_label is None:
+        return _train_per_label(settings, variant, started)
+    if recipe.pretrain is not None and settings.pretrained_from is None:
+        return _train_two_stages(settings, variant)
+    if settings.pretrain_data and recipe.pretrain is None:
+        raise HarnessError(f"--pretrain-data applies to two-stage variants (synthetic-pretrain); {settings.variant!r} is one stage")
+
     question_aug = [_part("augmentations", p) for p in recipe.question_augmentations]
     passage_aug = [_part("augmentations", p) for p in recipe.passage_augmentations]
     hard_negatives = recipe.hard_negatives if settings.hard_negatives is None else settings.hard_negatives
@@ -296,7 +304,7 @@ def train(settings: TrainSettings) -> Path:
 
     torch.manual_seed(settings.seed)
     model = build_model(
-        settings.model, shared=recipe.shared_encoder, pooling=settings.pooling,
+        str(Path(settings.pretrained_from) / MODEL_DIR) if settings.pretrained_from else settings.model, shared=recipe.shared_encoder, pooling=settings.pooling,
         max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length,
     )
     sep = getattr(model.tokenizer, "sep_token", None) or "[SEP]"
@@ -432,6 +440,7 @@ def train(settings: TrainSettings) -> Path:
         "hard_negatives": hard_negatives,
         "miner": miner_record,
         "in_loop": in_loop_record,
+        "pretraining": _pretraining_record(settings.pretrained_from),
         "format": settings.format,
         "seed": settings.seed,
         "steps": trainer.state.global_step,
@@ -439,6 +448,94 @@ def train(settings: TrainSettings) -> Path:
         "loss_state": LOSS_STATE if state else None,
         "seconds": round(time.monotonic() - started, 3),
         "versions": _versions(),
+    }
+    write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
+    return output
+
+
+STAGE_DIR = "stages/pretrain"
+
+
+def _train_two_stages(settings: TrainSettings, variant) -> Path:
+    """A two-stage recipe: the ``pretrain`` variant on ``--pretrain-data`` into
+    ``OUT/stages/pretrain`` (skipped when finished, resumed with ``--resume``), then this recipe on
+    ``--data`` starting from its model, into ``OUT``."""
+    import dataclasses
+
+    if not settings.pretrain_data:
+        raise HarnessError(f"variant {settings.variant!r} pre-trains first: give --pretrain-data FILE "
+                           "(e.g. questions made by harness data generate-questions)")
+    stage = Path(settings.output) / STAGE_DIR
+    if not (stage / RECORD).exists():
+        train(dataclasses.replace(
+            settings, variant=variant.recipe.pretrain, data=list(settings.pretrain_data), pretrain_data=[], output=stage,
+            epochs=settings.pretrain_epochs or settings.epochs, max_steps=settings.pretrain_max_steps or settings.max_steps,
+        ))
+    return train(dataclasses.replace(settings, pretrained_from=str(stage)))
+
+
+def _pretraining_record(stage: str | None) -> dict[str, Any] | None:
+    """The pre-training stage a two-stage run started from: its folder, variant, data and steps."""
+    if stage is None:
+        return None
+    record = json.loads((Path(stage) / RECORD).read_text(encoding="utf-8"))
+    return {"output": stage, "variant": record["variant"], "data": record["data"], "steps": record.get("steps"),
+            "train_loss": record.get("train_loss"), "seconds": record.get("seconds")}
+
+
+def _label_dir(label: str) -> str:
+    """A folder name for a label: itself when it is a plain name, else a cleaned name and a digest."""
+    import hashlib
+    import re
+
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", label):
+        return label
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40].strip("._") + "-" + hashlib.sha256(label.encode()).hexdigest()[:8]
+
+
+def _train_per_label(settings: TrainSettings, variant, started: float) -> Path:
+    """A split-by-label recipe: the recipe once per label of the data, into ``OUT/labels/LABEL``
+    (a finished label is skipped; an interrupted one resumes with ``--resume``), then ``OUT/model``
+    (the starting model: the shared passage encoder, and the question encoder of labels without
+    their own), ``OUT/specialised.json`` (label -> folder) and the record."""
+    import dataclasses
+
+    from harness_builtins.dense.specialised import MAP_FILE, SCHEMA
+
+    recipe = variant.recipe
+    if recipe.frozen != "passage" or recipe.shared_encoder:
+        raise HarnessError(f"variant {settings.variant!r} splits by label: its recipe must freeze the passage side of separate encoders")
+    datasets, data_records = _read_data(settings, in_loop=recipe.retrieval is not None)
+    labels = sorted({e.label for group in datasets for e in group if e.label is not None})
+    if not labels:
+        raise HarnessError(f"variant {settings.variant!r} trains one question encoder per label, and the training data has "
+                           "none: use a suite of several parts (e.g. demo-train) or files with 'label' fields")
+    output = Path(settings.output)
+    folders = {label: f"labels/{_label_dir(label)}" for label in labels}
+    if len(set(folders.values())) != len(folders):
+        raise HarnessError("two labels map to one folder name; rename them")
+    runs = {}
+    for label in labels:
+        sub = output / folders[label]
+        if not (sub / RECORD).exists():
+            train(dataclasses.replace(settings, output=sub, only_label=label))
+        runs[label] = json.loads((sub / RECORD).read_text(encoding="utf-8"))
+    import torch
+
+    torch.manual_seed(settings.seed)  # as each label's run: any newly initialised weights are theirs
+    model = build_model(settings.model, shared=False, pooling=settings.pooling,
+                        max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length)
+    with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
+        model.save(str(tmp))
+    write_text_atomic(output / MAP_FILE, json.dumps({"schema": SCHEMA, "labels": folders}, indent=1) + "\n")
+    record = {
+        "schema": RECORD_SCHEMA, "variant": settings.variant, "reference": variant.reference,
+        "recipe": recipe_record(recipe), "settings": settings_record(settings), "initial_model": settings.model,
+        "data": data_records, "format": settings.format, "seed": settings.seed,
+        "labels": {label: {"folder": folders[label], "steps": r.get("steps"), "examples": r.get("examples"),
+                           "in_loop": r.get("in_loop"), "train_loss": r.get("train_loss")} for label, r in runs.items()},
+        "steps": sum(int(r.get("steps") or 0) for r in runs.values()),
+        "seconds": round(time.monotonic() - started, 3), "versions": _versions(),
     }
     write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
     return output

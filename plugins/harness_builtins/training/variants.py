@@ -100,6 +100,25 @@ VARIANTS: tuple[VariantSpec, ...] = (
         reference="seed 000 §5.2 and Table 6.1 (after Lee et al. 2021)",
     ),
     VariantSpec(
+        name="specialised",
+        description="one question encoder per label of the data (e.g. per relation), each trained by QSFT over one shared frozen passage index; evaluate with -r specialised -o path=OUT",
+        recipe=Recipe(loss=("qsft", {}), frozen="passage", hard_negatives=0, retrieval=InLoopRetrieval(k=100),
+                      split_by_label=True, defaults={"epochs": 2.0, "batch_size": 24, "warmup_steps": 100}),
+        reference="seed 003 (Towards Robust Dense Retrieval); QSFT as seed 000 §5.2",
+    ),
+    VariantSpec(
+        name="specialised-fix-passage",
+        description="one question encoder per label of the data, each trained with DPR's loss and the passage encoder frozen; evaluate with -r specialised -o path=OUT",
+        recipe=Recipe(frozen="passage", split_by_label=True),
+        reference="seed 003 (Towards Robust Dense Retrieval: OnlyQ fine-tuning per relation)",
+    ),
+    VariantSpec(
+        name="synthetic-pretrain",
+        description="two stages: DPR pre-trained on generated questions (--pretrain-data, from harness data generate-questions), then fine-tuned on --data",
+        recipe=Recipe(pretrain="dpr"),
+        reference="seed 004 ch. 7 (synthetic pre-training + fine-tuning, Table 7.1); seed 000 §3.2 (PAQ)",
+    ),
+    VariantSpec(
         name="art",
         description="ART: no labelled passages; KL from a seq2seq teacher's question likelihood (-L teacher=MODEL) to the retriever's softmax over its top 32; corpus re-embedded every 500 steps",
         recipe=Recipe(loss=("art", {}), hard_negatives=0, retrieval=InLoopRetrieval(k=32, refresh_every=500),

@@ -1,0 +1,122 @@
+"""The ``specialised`` retriever: one question encoder per part of a suite over one passage index
+(seed 003, "Towards Robust Dense Retrieval": a question encoder per EntityQuestions relation).
+
+``-o path=OUT`` names the output of ``harness train --variant specialised`` (or
+``specialised-fix-passage``): ``OUT/model`` is the starting model (its passage encoder is the
+shared, frozen one; its question encoder answers the parts no encoder was trained for),
+``OUT/specialised.json`` maps each label (part name) to a checkpoint ``OUT/labels/NAME`` whose
+question encoder was trained on that label's questions alone with the passage side frozen.
+
+The corpus is embedded once, by ``OUT/model``'s passage encoder (the dense cache, shared with any
+other run of that encoder). Each question is encoded by its part's encoder (the harness tells a
+:class:`~harness.api.PartAwareRetriever` the parts); ``search`` without parts uses the start's.
+A checkpoint whose passage side differs from the start's is refused: its questions would be
+searched against passages of another encoder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.api import Corpus, Hit, RunContext
+from harness.errors import HarnessError, InputFileError
+
+MAP_FILE = "specialised.json"
+SCHEMA = "harness-specialised/1"
+
+
+def read_map(path: Path) -> dict[str, str]:
+    """``label -> checkpoint directory`` of a specialised training output; a one-line error when
+    the file is missing or malformed."""
+    file = path / MAP_FILE
+    if not file.is_file():
+        raise HarnessError(f"{path} has no {MAP_FILE}: not the output of harness train --variant specialised")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputFileError(file, f"unreadable: {exc}") from None
+    labels = data.get("labels") if isinstance(data, dict) and data.get("schema") == SCHEMA else None
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise InputFileError(file, f"not a {SCHEMA} file with a 'labels' object of label -> directory")
+    out = {}
+    for label, sub in labels.items():
+        directory = (path / sub).resolve()
+        if path.resolve() not in directory.parents:
+            raise InputFileError(file, f"label {label!r}: {sub!r} is outside {path}")
+        out[label] = str(directory)
+    return out
+
+
+def _passage_state(directory: str) -> dict[str, Any]:
+    """The passage (``document``) route's tensors of a checkpoint's model, by name; a BERT pooler
+    is left out (sentence-transformers pools token embeddings and never uses it)."""
+    from safetensors.torch import load_file
+
+    out = {}
+    for file in sorted(Path(directory, "model").rglob("*.safetensors")):
+        if "document" in file.parent.name:
+            out.update({f"{file.parent.name}/{k}": v for k, v in load_file(str(file)).items() if ".pooler." not in f".{k}"})
+    return out
+
+
+class SpecialisedRetriever:
+    """Dense search over the start's passage index with a question encoder per part."""
+
+    def __init__(self, path: str | None = None, **options: Any):
+        from harness_builtins.dense.index import IndexConfig
+        from harness_builtins.dense.presets import INDEX_OPTIONS, RUNTIME_OPTIONS
+        from harness_builtins.dense.retriever import DenseRetriever
+        from harness_builtins.dense.trained import TrainedEncoder
+
+        if not path:
+            raise HarnessError("retriever 'specialised' needs the training output: -o path=OUT_OF_HARNESS_TRAIN_SPECIALISED")
+        self.path = Path(path).expanduser()
+        engine = {k: options[k] for k in RUNTIME_OPTIONS if k in options}
+        index = {**INDEX_OPTIONS, **{k: v for k, v in options.items() if k in INDEX_OPTIONS}}
+        start = TrainedEncoder(str(self.path), specialised=True, **engine)
+        self.labels = read_map(self.path)
+        self.encoders = {label: TrainedEncoder(directory, **engine) for label, directory in self.labels.items()}
+        reference = _passage_state(str(self.path))
+        for label, directory in self.labels.items():
+            state = _passage_state(directory)
+            if state.keys() != reference.keys() or any(not state[k].equal(reference[k]) for k in reference):
+                raise HarnessError(f"{directory}: its passage encoder differs from {self.path}/model's; "
+                                   "specialised encoders must share the (frozen) passage encoder")
+        self.start = start
+        self.base = DenseRetriever(start, index=IndexConfig.from_options(index), shard_size=index["shard_size"])
+        #: Questions searched per part (the start's encoder under None).
+        self.counts: dict[str | None, int] = {}
+
+    def parameters(self) -> dict[str, Any]:
+        return {**self.base.parameters(), "specialised": {label: Path(d).name for label, d in sorted(self.labels.items())}}
+
+    def index(self, corpus: Corpus, context: RunContext) -> None:
+        self.base.index(corpus, context)
+
+    def search(self, queries: Sequence[str], k: int, context: RunContext) -> list[list[Hit]]:
+        return self.search_parts(queries, [None] * len(queries), k, context)
+
+    def search_parts(self, queries: Sequence[str], parts: Sequence[str | None], k: int, context: RunContext) -> list[list[Hit]]:
+        from harness_builtins.dense.retriever import apply_threads
+
+        if len(parts) != len(queries):
+            raise HarnessError(f"{len(parts)} part names for {len(queries)} queries")
+        apply_threads(context.threads)
+        out: list[list[Hit] | None] = [None] * len(queries)
+        groups: dict[str | None, list[int]] = {}
+        for i, part in enumerate(parts):
+            groups.setdefault(part if part in self.encoders else None, []).append(i)
+        for part, rows in groups.items():
+            encoder = self.encoders[part] if part is not None else self.start
+            hits = self.base.search_vectors(encoder.encode_queries([queries[i] for i in rows]), k)
+            for i, ranking in zip(rows, hits):
+                out[i] = ranking
+            self.counts[part] = self.counts.get(part, 0) + len(rows)
+        return out  # type: ignore[return-value]
+
+
+def load_specialised(**options: Any) -> SpecialisedRetriever:
+    return SpecialisedRetriever(**options)
