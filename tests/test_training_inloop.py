@@ -19,6 +19,8 @@ from harness.api import InMemoryCorpus, Passage, RetrievedBatch
 
 torch = pytest.importorskip("torch")
 
+from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
+
 DIM = 6
 PASSAGES = [Passage(id=f"p{i:02d}", title=f"T{i}", text=f"passage {i} " + "x" * (i % 7)) for i in range(45)]
 
@@ -163,6 +165,18 @@ def test_qsft_loss_by_hand():
     assert none["loss"].item() == 0.0 and none["loss"].requires_grad
 
 
+def test_qsft_gradcheck():
+    from harness_builtins.training.losses import QSFTLoss
+
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(3, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    vectors = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).tolist()
+    has = [[True, False, True, False, False], [False, False, False, False, True], [False] * 5]
+    retrieved = batch(vectors, has)
+    retrieved = RetrievedBatch(**{**retrieved.__dict__, "vectors": torch.tensor(vectors, dtype=torch.float64)})
+    assert torch.autograd.gradcheck(lambda q_: QSFTLoss()(q_, retrieved)["loss"], (q,))
+
+
 @pytest.fixture(scope="module")
 def tiny_t5_dir(tmp_path_factory) -> Path:
     from rerank_models import tiny_t5
@@ -208,19 +222,6 @@ def test_art_teacher_is_the_mean_question_log_likelihood(tiny_t5_dir):
 # --- end to end on demo ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
-    from test_training_engine import TINY
-    from test_dense_models import save_tokenizer
-    from transformers import BertConfig, BertModel
-
-    directory = tmp_path_factory.mktemp("tiny-bert")
-    save_tokenizer(directory)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=30522, **TINY), add_pooling_layer=False).save_pretrained(directory)
-    return directory
-
-
 def _train(tiny: Path, output: Path, variant: str, *extra: str) -> int:
     from harness.cli.main import main
 
@@ -233,11 +234,11 @@ def _digest(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.glob("*.npy"))}
 
 
-def test_qsft_on_demo_moves_only_the_question_encoder(tiny_bert, tmp_path, monkeypatch):
+def test_qsft_on_demo_moves_only_the_question_encoder(tiny, tmp_path, monkeypatch):
     from test_training_engine import weights
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
-    assert _train(tiny_bert, tmp_path / "qsft", "qsft", "--max-steps", "3", "--retrieve-k", "20") == 0
+    assert _train(tiny, tmp_path / "qsft", "qsft", "--max-steps", "3", "--retrieve-k", "20") == 0
     record = json.loads((tmp_path / "qsft" / "harness_training.json").read_text())
     loop = record["in_loop"]
     assert loop["k"] == 20 and loop["refresh_every"] is None and loop["passages"] == 7903
@@ -247,7 +248,7 @@ def test_qsft_on_demo_moves_only_the_question_encoder(tiny_bert, tmp_path, monke
     (cache,) = (tmp_path / "cache" / "dense").iterdir()
     before = _digest(cache)
     # the passage side is byte-identical to a fresh copy of the start; the question side moved
-    assert _train(tiny_bert, tmp_path / "start", "fix-passage", "--max-steps", "1", "--lr", "1e-30", "--data", "demo-train") == 0
+    assert _train(tiny, tmp_path / "start", "fix-passage", "--max-steps", "1", "--lr", "1e-30", "--data", "demo-train") == 0
     trained, start = weights(tmp_path / "qsft"), weights(tmp_path / "start")
     document = [k for k in trained if "document" in k]
     query = [k for k in trained if "query" in k]
@@ -255,14 +256,14 @@ def test_qsft_on_demo_moves_only_the_question_encoder(tiny_bert, tmp_path, monke
     assert all(torch.equal(trained[k], start[k]) for k in document)
     assert any(not torch.equal(trained[k], start[k]) for k in query)
     # a second run over the same frozen passage encoder reuses the index, untouched
-    assert _train(tiny_bert, tmp_path / "again", "qsft", "--max-steps", "1", "--retrieve-k", "20") == 0
+    assert _train(tiny, tmp_path / "again", "qsft", "--max-steps", "1", "--retrieve-k", "20") == 0
     again = json.loads((tmp_path / "again" / "harness_training.json").read_text())["in_loop"]["builds"]
     assert again[0]["reused"] is True and _digest(cache) == before
 
 
-def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny_bert, tiny_t5_dir, tmp_path, monkeypatch):
+def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny, tiny_t5_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
-    code = _train(tiny_bert, tmp_path / "art", "art", "--max-steps", "5", "--refresh-every", "2", "--retrieve-k", "4",
+    code = _train(tiny, tmp_path / "art", "art", "--max-steps", "5", "--refresh-every", "2", "--retrieve-k", "4",
                   "-L", f"teacher={tiny_t5_dir}", "-L", "device=cpu")
     assert code == 0
     record = json.loads((tmp_path / "art" / "harness_training.json").read_text())
@@ -276,7 +277,7 @@ def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny_bert, tiny_t5_dir, tmp
     assert all(math.isfinite(line["loss/kl"]) and line["loss/kl"] >= 0 for line in log if "loss/kl" in line)
 
 
-def test_in_loop_errors_are_one_line(tiny_bert, tmp_path, capsys):
+def test_in_loop_errors_are_one_line(tiny, tmp_path, capsys):
     from harness.data.training import write_training_examples
     from test_training_engine import examples
 
@@ -284,7 +285,7 @@ def test_in_loop_errors_are_one_line(tiny_bert, tmp_path, capsys):
     write_training_examples(data, examples())
     from harness.cli.main import main
 
-    base = ["train", "--data", str(data), "--model", str(tiny_bert), "--output", str(tmp_path / "o"), "--no-progress"]
+    base = ["train", "--data", str(data), "--model", str(tiny), "--output", str(tmp_path / "o"), "--no-progress"]
     assert main([*base, "--variant", "qsft"]) == 2
     assert "name the suite whose corpus to search with --corpus SUITE" in capsys.readouterr().err
     assert main([*base, "--variant", "dpr", "--refresh-every", "3"]) == 2

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
+from harness_builtins.training import IN_LOOP_LOSSES  # noqa: E402
 from harness_builtins.training.losses import (  # noqa: E402
     LOSSES,
     DPRLoss,
@@ -79,7 +80,11 @@ def test_dpr_is_cross_entropy_over_all_passages():
     torch.testing.assert_close(got, manual)
 
 
-@pytest.mark.parametrize("name", sorted(set(LOSSES) - {"stopgrad"}))
+#: The losses over in-batch passages (the in-loop ones have tests of their own: test_training_inloop).
+IN_BATCH = sorted(set(LOSSES) - set(IN_LOOP_LOSSES))
+
+
+@pytest.mark.parametrize("name", sorted(set(IN_BATCH) - {"stopgrad"}))
 def test_gradcheck(name):
     q, p, pos = random_batch()
     options = {"dim": 4} if name == "late-interaction" else {}
@@ -291,7 +296,7 @@ def test_late_interaction_lazy_head_created_by_first_forward():
 
 def test_parts_are_detached_and_total_differentiable():
     q, p, pos = random_batch(seed=5)
-    for name in LOSSES:
+    for name in IN_BATCH:
         options = {"dim": 4} if name == "late-interaction" else {}
         out = build_loss(name, **options).double()(q, p, pos)
         assert out["loss"].requires_grad and out["loss"].dim() == 0
@@ -334,6 +339,11 @@ def test_bad_shapes_raise_value_error():
 def test_registry_entries_build_with_defaults():
     for name, (description, build, defaults) in LOSSES.items():
         assert description and callable(build)
+        if name == "art":  # a teacher model is required
+            with pytest.raises(ValueError, match="teacher"):
+                build(**defaults)
+            continue
         module = build(**defaults)
         assert isinstance(module, torch.nn.Module)
-    assert sorted(LOSSES) == ["dpr", "flip", "late-interaction", "multi-sim", "stopgrad"]
+    assert sorted(LOSSES) == ["art", "dpr", "flip", "late-interaction", "multi-sim", "qsft", "stopgrad"]
+    assert sorted(IN_LOOP_LOSSES) == ["art", "qsft"]

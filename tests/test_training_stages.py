@@ -16,6 +16,8 @@ from harness.evaluate import evaluate_retriever, make_context
 
 torch = pytest.importorskip("torch")
 
+from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
+
 
 class PartEcho:
     """Ranks passage ``p-PART`` first for a question of part PART (``search`` knows no parts)."""
@@ -49,30 +51,17 @@ def test_the_harness_tells_a_part_aware_retriever_each_questions_part(tmp_path):
     assert result["metrics"]["accuracy"]["macro"]["1"] == 1.0
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
-    from test_dense_models import save_tokenizer
-    from test_training_engine import TINY
-    from transformers import BertConfig, BertModel
-
-    directory = tmp_path_factory.mktemp("tiny-bert")
-    save_tokenizer(directory)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=30522, **TINY), add_pooling_layer=False).save_pretrained(directory)
-    return directory
-
-
 COMMON = ["--batch-size", "4", "--max-question-length", "16", "--max-passage-length", "32", "--no-progress", "--pooling", "mean"]
 
 
-def test_specialised_trains_one_question_encoder_per_label_and_searches_each_part_with_its_own(tiny_bert, tmp_path, monkeypatch):
+def test_specialised_trains_one_question_encoder_per_label_and_searches_each_part_with_its_own(tiny, tmp_path, monkeypatch):
     from harness import registry
     from harness_builtins.dense.specialised import SpecialisedRetriever
     from test_training_engine import weights
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "spec"
-    assert main(["train", "--variant", "specialised", "--data", "demo-dev", "--corpus", "demo", "--model", str(tiny_bert),
+    assert main(["train", "--variant", "specialised", "--data", "demo-dev", "--corpus", "demo", "--model", str(tiny),
                  "--output", str(out), "--max-steps", "2", "--retrieve-k", "200", "--warmup-steps", "0", "--lr", "1e-3", *COMMON]) == 0
     record = json.loads((out / "harness_training.json").read_text())
     labels = sorted(record["labels"])
@@ -101,17 +90,17 @@ def test_specialised_trains_one_question_encoder_per_label_and_searches_each_par
     assert main(["run", "--retriever", "trained", "-o", f"path={out}", "--suite", "demo", "--no-progress"]) == 2
 
 
-def test_specialised_refuses_a_label_with_another_passage_encoder(tiny_bert, tmp_path, monkeypatch, capsys):
+def test_specialised_refuses_a_label_with_another_passage_encoder(tiny, tmp_path, monkeypatch, capsys):
     import shutil
 
     from harness_builtins.dense.specialised import SpecialisedRetriever
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "spec"
-    assert main(["train", "--variant", "specialised-fix-passage", "--data", "demo-dev", "--model", str(tiny_bert),
+    assert main(["train", "--variant", "specialised-fix-passage", "--data", "demo-dev", "--model", str(tiny),
                  "--output", str(out), "--max-steps", "1", *COMMON]) == 0
     other = tmp_path / "other"
-    assert main(["train", "--variant", "dpr", "--data", "demo-dev", "--model", str(tiny_bert), "--output", str(other),
+    assert main(["train", "--variant", "dpr", "--data", "demo-dev", "--model", str(tiny), "--output", str(other),
                  "--max-steps", "1", "--lr", "1e-2", *COMMON]) == 0
     shutil.rmtree(out / "labels" / "P19")
     shutil.copytree(other, out / "labels" / "P19")
@@ -122,7 +111,7 @@ def test_specialised_refuses_a_label_with_another_passage_encoder(tiny_bert, tmp
         SpecialisedRetriever(path=str(out), device="cpu")
 
 
-def test_synthetic_pretrain_runs_two_resumable_stages(tiny_bert, tmp_path, monkeypatch, capsys):
+def test_synthetic_pretrain_runs_two_resumable_stages(tiny, tmp_path, monkeypatch, capsys):
     from harness.data.training import write_training_examples
     from test_training_engine import examples, weights
 
@@ -130,25 +119,25 @@ def test_synthetic_pretrain_runs_two_resumable_stages(tiny_bert, tmp_path, monke
     generated = tmp_path / "generated.json"
     write_training_examples(generated, examples())
     out = tmp_path / "two"
-    base = ["train", "--variant", "synthetic-pretrain", "--data", "demo-dev", "--model", str(tiny_bert), "--output", str(out), *COMMON]
+    base = ["train", "--variant", "synthetic-pretrain", "--data", "demo-dev", "--model", str(tiny), "--output", str(out), *COMMON]
     assert main(base + ["--max-steps", "2"]) == 2
     assert "give --pretrain-data" in capsys.readouterr().err
     assert main(base + ["--max-steps", "2", "--pretrain-data", str(generated), "--pretrain-max-steps", "3"]) == 0
     record = json.loads((out / "harness_training.json").read_text())
     stage = json.loads((out / "stages" / "pretrain" / "harness_training.json").read_text())
     assert stage["variant"] == "dpr" and stage["steps"] == 3 and stage["data"][0]["path"] == str(generated)
-    assert record["steps"] == 2 and record["initial_model"] == str(tiny_bert)
+    assert record["steps"] == 2 and record["initial_model"] == str(tiny)
     assert record["pretraining"]["steps"] == 3 and record["pretraining"]["output"] == str(out / "stages" / "pretrain")
     assert record["settings"]["pretrained_from"] == str(out / "stages" / "pretrain")
     # the fine-tuned model started from the pre-trained one, not from the initial model
     assert any(not torch.equal(a, b) for a, b in zip(weights(out).values(), weights(out / "stages" / "pretrain").values()))
     # a one-stage variant refuses pre-training data
-    assert main(["train", "--variant", "dpr", "--data", "demo-dev", "--model", str(tiny_bert), "--output", str(tmp_path / "x"),
+    assert main(["train", "--variant", "dpr", "--data", "demo-dev", "--model", str(tiny), "--output", str(tmp_path / "x"),
                  "--pretrain-data", str(generated), *COMMON]) == 2
     assert "two-stage variants" in capsys.readouterr().err
 
 
-def test_an_interrupted_first_stage_resumes(tiny_bert, tmp_path, monkeypatch):
+def test_an_interrupted_first_stage_resumes(tiny, tmp_path, monkeypatch):
     """A finished first stage is skipped on the rerun; the second stage resumes from the first's model."""
     from harness.data.training import write_training_examples
     from test_training_engine import examples
@@ -157,7 +146,7 @@ def test_an_interrupted_first_stage_resumes(tiny_bert, tmp_path, monkeypatch):
     generated = tmp_path / "generated.json"
     write_training_examples(generated, examples())
     out = tmp_path / "two"
-    args = ["train", "--variant", "synthetic-pretrain", "--data", "demo-dev", "--model", str(tiny_bert), "--output", str(out),
+    args = ["train", "--variant", "synthetic-pretrain", "--data", "demo-dev", "--model", str(tiny), "--output", str(out),
             "--max-steps", "1", "--pretrain-data", str(generated), "--pretrain-max-steps", "2", "--save-steps", "1", *COMMON]
     assert main(args) == 0
     first = (out / "stages" / "pretrain" / "harness_training.json").read_bytes()

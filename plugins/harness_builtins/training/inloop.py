@@ -41,7 +41,7 @@ from harness.errors import HarnessError
 
 from harness_builtins.dense.embeddings import EmbeddingCache
 from harness_builtins.training.engine import passage_text
-from harness_builtins.training.model import DOCUMENT
+from harness_builtins.training.model import DOCUMENT, LossParts
 
 #: Rows scored at once per search block (bounds the ``[B, block]`` score matrix).
 SEARCH_BLOCK = 65_536
@@ -290,8 +290,7 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
             super().__init__()
             self.model = model
             self.loss = loss
-            self.parts: dict[str, float] = {}
-            self.part_steps = 0
+            self.parts = LossParts()
             self._answers: dict[tuple[int, int], bool] = {}
 
         def _has_answer(self, example: int, rows: np.ndarray, passages: list[Passage]) -> list[bool]:
@@ -336,17 +335,11 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
                 encode_passages=self.encode_passages,
             )
             out = self.loss(questions, batch)
-            if "loss" not in out:
-                raise HarnessError(f"loss {type(self.loss).__name__} returned no 'loss' entry (got {sorted(out)})")
-            for name, value in out.items():
-                if name != "loss":
-                    self.parts[name] = self.parts.get(name, 0.0) + float(value.detach() if isinstance(value, torch.Tensor) else value)
-            self.part_steps += 1
+            self.parts.add(self.loss, out)
             return out["loss"]
 
         def take_parts(self) -> dict[str, float]:
-            parts = {key: value / max(1, self.part_steps) for key, value in self.parts.items()}
-            self.parts, self.part_steps = {}, 0
-            return parts
+            """The mean of each loss part since the last call."""
+            return self.parts.take()
 
     return _InLoopLoss()

@@ -133,6 +133,29 @@ def router_mapping(columns: list[str], shared: bool) -> dict[str, str]:
     return {c: (QUERY if c == "question" else DOCUMENT) for c in columns}
 
 
+class LossParts:
+    """A loss module's output checked (a ``"loss"`` entry) and its other entries averaged between
+    logging steps (``take``)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.steps = 0
+
+    def add(self, loss, out) -> None:
+        if "loss" not in out:
+            raise HarnessError(f"loss {type(loss).__name__} returned no 'loss' entry (got {sorted(out)})")
+        for name, value in out.items():
+            if name != "loss":
+                self.sums[name] = self.sums.get(name, 0.0) + float(value.detach() if hasattr(value, "detach") else value)
+        self.steps += 1
+
+    def take(self) -> dict[str, float]:
+        """The mean of each part since the last call."""
+        parts = {k: v / max(1, self.steps) for k, v in self.sums.items()}
+        self.sums, self.steps = {}, 0
+        return parts
+
+
 class EmbeddingLoss:
     """Builds the ``torch.nn.Module`` the trainer calls: it encodes each column, gathers the
     embeddings over devices with gradient, and hands them to the variant's loss."""
@@ -147,27 +170,19 @@ class EmbeddingLoss:
                 self.model = model
                 self.loss = loss
                 self.gather = gather
-                self.parts: dict[str, float] = {}
-                self.part_steps = 0
+                self.parts = LossParts()
 
             def forward(self, sentence_features, labels=None):
                 embeddings = [self.model(features)["sentence_embedding"] for features in sentence_features]
                 questions, passages = embed_batch(embeddings, gather=self.gather)
                 positive = torch.arange(questions.shape[0], device=questions.device)
                 out = self.loss(questions, passages, positive)
-                if "loss" not in out:
-                    raise HarnessError(f"loss {type(self.loss).__name__} returned no 'loss' entry (got {sorted(out)})")
-                for name, value in out.items():
-                    if name != "loss":
-                        self.parts[name] = self.parts.get(name, 0.0) + float(value.detach())
-                self.part_steps += 1
+                self.parts.add(self.loss, out)
                 return out["loss"]
 
             def take_parts(self) -> dict[str, float]:
                 """The mean of each loss part since the last call."""
-                parts = {k: v / max(1, self.part_steps) for k, v in self.parts.items()}
-                self.parts, self.part_steps = {}, 0
-                return parts
+                return self.parts.take()
 
         return _EmbeddingLoss()
 
