@@ -17,7 +17,8 @@ Runs after ``scripts/train_demo_variants.py`` (it needs ``RUNS/small-bert`` and 
   fine-tuned on ``demo-train`` as ``dpr`` was.
 
 Each is evaluated on ``demo`` (the leaderboard) and ``demo-dev`` with its start. A finished step
-is not run again. Run from the repository root:
+is not run again; ``--variants demo-t5`` trains the small T5 alone (an offline teacher and
+generator for the README's examples). Run from the repository root:
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/train_demo_inloop.py [--runs runs/demo-variants] \\
         [--results-dir leaderboard/results] [--dev-results-dir runs/demo-variants/dev-results]
@@ -104,11 +105,15 @@ def evaluate(retriever: str, options: list[str], results: Path, dev_results: Pat
 def run(args: argparse.Namespace) -> None:
     runs, results, dev = args.runs, args.results_dir, args.dev_results_dir
     start, dpr = runs / "small-bert", runs / "dpr"
+    t5 = runs / "demo-t5"
+    if not t5.exists() and {"demo-t5", "art", "synthetic-pretrain"} & set(args.variants):
+        runs.mkdir(parents=True, exist_ok=True)
+        train_demo_t5(t5, epochs=args.t5_epochs)
+    args.variants = [v for v in args.variants if v != "demo-t5"]
+    if not args.variants:
+        return
     if not (start.exists() and (dpr / "harness_training.json").exists()):
         sys.exit(f"error: run scripts/train_demo_variants.py --runs {runs} first (it makes {start} and {dpr})")
-    t5 = runs / "demo-t5"
-    if not t5.exists() and {"art", "synthetic-pretrain"} & set(args.variants):
-        train_demo_t5(t5, epochs=args.t5_epochs)
     evaluate("trained", [f"path={dpr}"], results, dev)
     evaluate("dense", [f"query_model={start}", "pooling=mean", "format=title_text", "max_length=128"], results, dev)
     steps = {

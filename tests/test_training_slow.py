@@ -188,3 +188,27 @@ def test_every_variant_trains_on_demo_and_its_checkpoint_runs(variant, tiny, dem
     assert training["variant"] == variant
     dev_parts = {p["name"] for p in result["suite"]["parts"]}
     assert set(training["seen"]) <= dev_parts and len(training["seen"]) >= 6
+
+
+def test_qsft_under_torchrun_shards_the_in_loop_index(tiny, tmp_path):  # noqa: F811
+    """Two gloo processes: each embeds and holds its own shards of the demo index (the cache they
+    fill together is byte for byte a single process's), QSFT's counts are summed over both, and
+    the passage side stays as it was."""
+    qsft = ["train", "--variant", "qsft", "--data", "demo-dev", "--corpus", "demo", "--model", str(tiny),
+            "--batch-size", "2", "--max-question-length", "16", "--max-passage-length", "32", "--logging-steps", "1",
+            "--no-progress", "--pooling", "mean", "--max-steps", "3", "--retrieve-k", "50", "--index-shard-size", "2000"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert subprocess.run(HARNESS + qsft + ["--output", str(one)], env={**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c1")}).returncode == 0
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "harness.cli.main",
+               *qsft, "--output", str(two)]
+    assert subprocess.run(command, env={**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c2")}).returncode == 0
+    record = json.loads((two / "harness_training.json").read_text())["in_loop"]
+    assert record["questions_seen"] == 3 * 2 * 2 and record["passages"] == 7903
+    assert [b["step"] for b in record["builds"]] == [0] and not record["builds"][0]["reused"]
+    (c1,), (c2,) = list((tmp_path / "c1" / "dense").iterdir()), list((tmp_path / "c2" / "dense").iterdir())
+    assert c1.name == c2.name
+    files = sorted(p.name for p in c1.glob("*.npy"))
+    assert len([f for f in files if f.startswith("emb-")]) == 4
+    assert all((c1 / f).read_bytes() == (c2 / f).read_bytes() for f in files)
+    a, b = weights(one), weights(two)
+    assert all(torch.equal(a[k], b[k]) for k in a if "document" in k)
