@@ -205,10 +205,7 @@ def load_generator(
     from harness_builtins.rerank.upr import load_seq2seq
 
     device = resolve_device(device)
-    try:
-        net, tokenizer = load_seq2seq(ModelRef(model, revision), device, resolve_precision(precision, device))
-    except HarnessError as exc:
-        raise HarnessError(str(exc).removeprefix("upr: ")) from None
+    net, tokenizer = load_seq2seq(ModelRef(model, revision), device, resolve_precision(precision, device), who="question generator")
     drop = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id, net.config.decoder_start_token_id}
 
     def generate(prompts: list[str]) -> list[list[str]]:

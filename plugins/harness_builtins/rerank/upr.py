@@ -143,8 +143,9 @@ def question_log_likelihoods(
     return scores
 
 
-def load_seq2seq(ref: ModelRef, device: str, precision: str):
-    """``(model, tokenizer)`` for ``ref`` in eval mode on ``device`` in ``precision``."""
+def load_seq2seq(ref: ModelRef, device: str, precision: str, *, who: str = "upr"):
+    """``(model, tokenizer)`` for ``ref`` in eval mode on ``device`` in ``precision``; errors
+    begin with ``who`` (the user of the model)."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     try:
@@ -152,7 +153,7 @@ def load_seq2seq(ref: ModelRef, device: str, precision: str):
         model = AutoModelForSeq2SeqLM.from_pretrained(ref.path, revision=ref.revision, dtype=torch_dtype(precision))
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HarnessError(f"upr: cannot load sequence-to-sequence model {ref.name_or_path!r}: {first}") from None
+        raise HarnessError(f"{who}: cannot load sequence-to-sequence model {ref.name_or_path!r}: {first}") from None
     model.eval().to(device)
     for parameter in model.parameters():
         parameter.requires_grad_(False)

@@ -353,7 +353,8 @@ class ARTLoss(nn.Module):
         self.question_target = upr._template("question_target", question_target or upr.QUESTION_TARGET, ("question",))
         dev = resolve_device(device)
         # a plain attribute, not a submodule: the teacher is neither trained nor saved
-        self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(ModelRef(teacher, revision), dev, resolve_precision(precision, dev))
+        self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(
+            ModelRef(teacher, revision), dev, resolve_precision(precision, dev), who="art teacher")
         self._score = upr.question_log_likelihoods
         self._target = upr.question_target
 
