@@ -233,6 +233,19 @@ def test_a_corpus_file_and_another_retriever(tmp_path):
     assert from_store == sample(copy, "copy.json") and len(set(from_store)) == 2
 
 
+def test_generated_text_leaves_out_special_tokens_but_the_separator(t5_dir):
+    from transformers import AutoTokenizer
+
+    from harness_builtins.datasets.generate import decode, dropped_ids
+
+    tokenizer = AutoTokenizer.from_pretrained(t5_dir)
+    ids = tokenizer("where is paris [SEP] france").input_ids + [tokenizer.pad_token_id] * 2
+    assert ids[0] == tokenizer.cls_token_id and ids.count(tokenizer.sep_token_id) == 2
+    assert decode(tokenizer, [ids], dropped_ids(tokenizer)) == ["where is paris france"]
+    assert decode(tokenizer, [ids], dropped_ids(tokenizer, keep=" [SEP] ")) == ["where is paris [SEP] france [SEP]"]
+    assert dropped_ids(tokenizer, keep=" answer: ") == dropped_ids(tokenizer)
+
+
 def test_end_to_end_with_a_tiny_t5(reference):
     output, stats = reference
     examples = list(read_training_examples(output))
@@ -243,6 +256,8 @@ def test_end_to_end_with_a_tiny_t5(reference):
         (positive,) = example.positives
         assert has_answer([answer], positive.text) and not has_answer([answer], example.question)
         assert example.question.endswith("?") and example.label == "generated"
+        # the tokenizer's special tokens ([CLS] opens every BERT-tokenised target) are not text
+        assert not any(token in example.question for token in ("[CLS]", "[SEP]", "[PAD]"))
     meta = json.loads(output.with_name(output.name + ".meta.json").read_text())
     assert meta["counts"]["kept"] == stats.kept and meta["settings"]["generator"].startswith("dir:sha256:")
     assert meta["settings"]["passages"] == 20 and meta["generator"].startswith("tiny-t5 (sha256:")

@@ -56,7 +56,7 @@ PROMPTS = {"extract": "answer: {answer} context: {title} {text}", "generate": "g
 SEPARATOR = " answer: "
 DROP_REASONS = ("unparsed", "empty_question", "answer_not_in_passage", "answer_in_question", "duplicate")
 #: Recorded in the partial and meta files; bumped when the same settings would give other triples.
-FORMAT = "generate-questions/1"
+FORMAT = "generate-questions/2"
 #: Lower-case words a name may hold between capitalised words ("Academy of Sciences").
 CONNECTORS = frozenset("of the de del der du da di la le van von".split())
 #: Capitalised words that open sentences without being names.
@@ -193,20 +193,21 @@ class GenerationStats:
 def load_generator(
     model: str | os.PathLike, *, revision: str | None = None, device: str = "auto", precision: str = "auto",
     max_new_tokens: int = 32, num_beams: int = 1, outputs: int = 1, max_input_length: int = 512, seed: int = 0,
+    keep: str | None = None,
 ) -> Generate:
     """A :data:`Generate` function running the sequence-to-sequence ``model`` (hub id or directory)
     on ``device`` in ``precision``: per prompt a list of ``outputs`` texts; inputs truncated to
     ``max_input_length`` tokens, greedy (``num_beams`` 1) or beam search, at most ``max_new_tokens``
     new tokens, ``torch.manual_seed(seed)`` before each call, under ``torch.inference_mode``.
-    Outputs are decoded with every token but padding, start and end of sequence (a separator that
-    is a special token, such as ``<sep>``, is kept)."""
+    Outputs are decoded without the tokenizer's special tokens (padding, start and end of sequence,
+    ``[CLS]``, ...) except ``keep`` when it is one (a separator such as ``<sep>``)."""
     import torch
 
     from harness_builtins.rerank.upr import load_seq2seq
 
     device = resolve_device(device)
     net, tokenizer = load_seq2seq(ModelRef(model, revision), device, resolve_precision(precision, device), who="question generator")
-    drop = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id, net.config.decoder_start_token_id}
+    drop = dropped_ids(tokenizer, keep) | ({net.config.decoder_start_token_id} - {None})
 
     def generate(prompts: list[str]) -> list[list[str]]:
         torch.manual_seed(seed)
@@ -216,10 +217,22 @@ def load_generator(
                 input_ids=encoded.input_ids.to(device), attention_mask=encoded.attention_mask.to(device),
                 max_new_tokens=max_new_tokens, num_beams=num_beams, num_return_sequences=outputs, do_sample=False,
             )
-        texts = [tokenizer.decode([i for i in row if i not in drop]) for row in ids.tolist()]
+        texts = decode(tokenizer, ids.tolist(), drop)
         return [texts[i * outputs : (i + 1) * outputs] for i in range(len(prompts))]
 
     return generate
+
+
+def dropped_ids(tokenizer, keep: str | None = None) -> set[int]:
+    """The token ids left out of generated text: every special token of ``tokenizer`` (padding,
+    start and end of sequence, ``[CLS]``, ...) but ``keep`` when it is one."""
+    kept = set(tokenizer.convert_tokens_to_ids([keep.strip()])) if keep and keep.strip() in tokenizer.all_special_tokens else set()
+    return ({*tokenizer.all_special_ids, tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id} - kept) - {None}
+
+
+def decode(tokenizer, rows: list[list[int]], drop: set[int]) -> list[str]:
+    """Each row of generated ids as text, without the ids in ``drop``."""
+    return [tokenizer.decode([i for i in row if i not in drop]) for row in rows]
 
 
 def open_corpus(corpus: str | os.PathLike | Corpus, *, cache_dir: str | os.PathLike | None = None,
@@ -469,7 +482,8 @@ def generate_questions(
     if group and run is None:  # loaded before any file is written: a model that does not load leaves none
         run = load_generator(ref.name_or_path, revision=revision, device=device, precision=precision,
                              max_new_tokens=max_new_tokens, num_beams=num_beams, seed=seed,
-                             outputs=per_passage if answers == "generate" else 1, max_input_length=max_input_length)
+                             outputs=per_passage if answers == "generate" else 1, max_input_length=max_input_length,
+                             keep=separator if answers == "generate" else None)
     if not resuming:
         write_text_atomic(partial, json.dumps({"settings": settings}, ensure_ascii=False) + "\n")
     with open(partial, "a", encoding="utf-8") as f, progress_bar(
