@@ -292,3 +292,23 @@ def test_in_loop_errors_are_one_line(tiny, tmp_path, capsys):
     assert "apply to in-loop variants" in capsys.readouterr().err
     assert main([*base, "--variant", "art", "--corpus", "demo"]) == 2
     assert "teacher" in capsys.readouterr().err
+
+
+def test_the_index_key_follows_the_passage_weights_format_and_length(tiny):
+    """A frozen passage side keeps its key; other weights, format or passage length make another."""
+    from harness_builtins.training.inloop import ModelPassageEncoder
+    from harness_builtins.training.model import build_model, freeze
+
+    def key(**settings):
+        torch.manual_seed(0)
+        model = build_model(str(tiny), shared=False, pooling="mean", max_question_length=16,
+                            max_passage_length=settings.pop("length", 32))
+        if settings.pop("touch_question", False):
+            freeze(model, "passage")
+            with torch.no_grad():
+                next(p for p in model.parameters() if p.requires_grad).add_(1.0)
+        return ModelPassageEncoder(model, format=settings.pop("format", "title_text"), sep="[SEP]").identity()
+
+    base = key()
+    assert key(touch_question=True) == base
+    assert len({base, key(length=64), key(format="text")}) == 3

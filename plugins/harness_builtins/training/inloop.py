@@ -65,6 +65,13 @@ def passage_parameters(model) -> list[tuple[str, torch.Tensor]]:
     return sorted(named, key=lambda item: item[0])
 
 
+def passage_max_length(model) -> int | None:
+    """The passage side's token limit (its ``Transformer``'s ``max_seq_length``)."""
+    routers = _routers(model)
+    modules = routers[0].sub_modules[DOCUMENT] if routers else list(model.children())
+    return next((m.max_seq_length for m in modules if getattr(m, "max_seq_length", None) is not None), None)
+
+
 def passage_weights_digest(model) -> str:
     """sha256 over the passage side's tensors (names, dtypes, shapes and bytes)."""
     digest = hashlib.sha256()
@@ -86,7 +93,7 @@ class ModelPassageEncoder:
 
     def identity(self) -> str:
         return json.dumps({"backend": "harness-train", "passage_weights": self.digest, "format": self.format,
-                           "max_length": self.model.max_seq_length if not _routers(self.model) else None}, sort_keys=True)
+                           "max_length": passage_max_length(self.model)}, sort_keys=True)
 
     def _encode(self, texts: list[str], method: str) -> np.ndarray:
         if not texts:
