@@ -301,7 +301,7 @@ def test_the_index_key_follows_the_passage_weights_format_and_length(tiny):
 
     def key(**settings):
         torch.manual_seed(0)
-        model = build_model(str(tiny), shared=False, pooling="mean", max_question_length=16,
+        model = build_model(str(tiny), shared=False, pooling=settings.pop("pooling", "mean"), max_question_length=16,
                             max_passage_length=settings.pop("length", 32))
         if settings.pop("touch_question", False):
             freeze(model, "passage")
@@ -311,4 +311,4 @@ def test_the_index_key_follows_the_passage_weights_format_and_length(tiny):
 
     base = key()
     assert key(touch_question=True) == base
-    assert len({base, key(length=64), key(format="text")}) == 3
+    assert len({base, key(length=64), key(format="text"), key(pooling="cls")}) == 4

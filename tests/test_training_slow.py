@@ -212,3 +212,34 @@ def test_qsft_under_torchrun_shards_the_in_loop_index(tiny, tmp_path):  # noqa: 
     assert all((c1 / f).read_bytes() == (c2 / f).read_bytes() for f in files)
     a, b = weights(one), weights(two)
     assert all(torch.equal(a[k], b[k]) for k in a if "document" in k)
+
+
+def test_a_killed_art_run_resumes_with_the_index_it_was_searching(tiny, tmp_path):  # noqa: F811
+    """ART re-embedding every 2 steps, killed after a checkpoint: the resumed run searches the
+    index saved with the checkpoint (not one re-embedded by the checkpoint's weights), so it makes
+    the same embeddings at the same steps and ends with the weights of an uninterrupted run."""
+    from rerank_models import tiny_t5
+
+    teacher = tiny_t5(tmp_path / "t5")
+    art = ["train", "--variant", "art", "--data", "demo-dev", "--corpus", "demo", "--model", str(tiny),
+           "--batch-size", "2", "--max-question-length", "16", "--max-passage-length", "32", "--logging-steps", "1",
+           "--no-progress", "--pooling", "mean", "--max-steps", "8", "--save-steps", "3", "--refresh-every", "2",
+           "--retrieve-k", "4", "-L", f"teacher={teacher}", "-L", "device=cpu"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert subprocess.run(HARNESS + art + ["--output", str(whole)], env={**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c1")}).returncode == 0
+    env = {**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c2")}
+    process = subprocess.Popen(HARNESS + art + ["--output", str(cut)], env=env)
+    deadline = time.monotonic() + 300
+    # checkpoint 3 comes between the embeddings of steps 2 and 4: the resumed run must search step 2's
+    while not (cut / "checkpoints" / "checkpoint-3" / "in_loop_state-rank0.json").exists():
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert subprocess.run(HARNESS + art + ["--output", str(cut), "--resume"], env=env).returncode == 0
+    builds = {name: json.loads((run / "harness_training.json").read_text())["in_loop"]["builds"] for name, run in (("whole", whole), ("cut", cut))}
+    assert [b["step"] for b in builds["whole"]] == [0, 2, 4, 6]
+    assert [b["cache"] for b in builds["cut"]] == [b["cache"] for b in builds["whole"]]
+    a, b = weights(whole), weights(cut)
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -94,7 +94,7 @@ class RetrievedBatch:
     #: ``[B][k]`` the retrieved passages.
     passages: Sequence[Sequence[Passage]]
     #: ``[B, k]`` bool: an answer of the question occurs in the passage's text (DPR's
-    #: ``has_answer``, string mode, the rule scoring uses).
+    #: ``has_answer`` in the match mode of the corpus's suite, the rule scoring uses).
     has_answer: Any
     #: ``encode_passages(passages) -> [n, d]``: embeddings by the current passage encoder, with
     #: gradient (for losses that train the passage side, e.g. ART).

@@ -65,6 +65,14 @@ def passage_parameters(model) -> list[tuple[str, torch.Tensor]]:
     return sorted(named, key=lambda item: item[0])
 
 
+def passage_modules(model) -> list[list]:
+    """The passage side's modules as ``[class name, configuration]`` (pooling mode, length,
+    lower-casing, ...): what makes embeddings besides the weights."""
+    routers = _routers(model)
+    modules = routers[0].sub_modules[DOCUMENT] if routers else list(model.children())
+    return [[type(m).__name__, m.get_config_dict() if hasattr(m, "get_config_dict") else {}] for m in modules]
+
+
 def passage_max_length(model) -> int | None:
     """The passage side's token limit (its ``Transformer``'s ``max_seq_length``)."""
     routers = _routers(model)
@@ -93,7 +101,8 @@ class ModelPassageEncoder:
 
     def identity(self) -> str:
         return json.dumps({"backend": "harness-train", "passage_weights": self.digest, "format": self.format,
-                           "max_length": passage_max_length(self.model)}, sort_keys=True)
+                           "max_length": passage_max_length(self.model), "modules": passage_modules(self.model)},
+                          sort_keys=True, default=str)
 
     def _encode(self, texts: list[str], method: str) -> np.ndarray:
         if not texts:
@@ -190,21 +199,14 @@ class InLoopIndex:
         shards. Every process of the group calls it together."""
         from harness.api import Encoder
 
-        from harness_builtins.dense.distributed import encode_corpus_distributed, shard_owner
+        from harness_builtins.dense.distributed import encode_corpus_distributed
 
         started = time.perf_counter()
         encoder = model if isinstance(model, Encoder) else ModelPassageEncoder(model, format=self.format, sep=self.sep, batch_size=self.batch_size)
         result = encode_corpus_distributed(encoder, self.corpus, self.root, shard_size=self.shard_size, progress=self.progress)
         previous = self.cache.path if self.cache is not None else None
-        self.cache = EmbeddingCache.open(result.path)
-        rank, world = _group()
-        on_gpu = self.device.startswith("cuda")
-        self._slice = []
-        for s, shard in enumerate(self.cache.shards):
-            if shard_owner(s, world) != rank:
-                continue
-            vectors = torch.from_numpy(np.ascontiguousarray(shard, dtype=np.float16 if on_gpu else np.float32))
-            self._slice.append((s * self.cache.shard_size, vectors.to(self.device)))
+        self._hold(EmbeddingCache.open(result.path))
+        rank, _ = _group()
         seconds = time.perf_counter() - started
         encoded = sum(len(v) for v in result.encoded.values()) * self.cache.shard_size
         self.builds.append({
@@ -216,6 +218,40 @@ class InLoopIndex:
             self._first = result.path
         elif previous is not None and previous not in (self._first, result.path) and rank == 0:
             shutil.rmtree(previous, ignore_errors=True)  # a mid-training index nothing else uses
+
+    def _hold(self, cache: EmbeddingCache) -> None:
+        """Search ``cache``: this rank's shards in memory (on the GPU when there is one)."""
+        from harness_builtins.dense.distributed import shard_owner
+
+        rank, world = _group()
+        on_gpu = self.device.startswith("cuda")
+        self.cache, self._slice = cache, []
+        for s, shard in enumerate(cache.shards):
+            if shard_owner(s, world) == rank:
+                vectors = torch.from_numpy(np.ascontiguousarray(shard, dtype=np.float16 if on_gpu else np.float32))
+                self._slice.append((s * cache.shard_size, vectors.to(self.device)))
+
+    def state(self) -> dict[str, Any]:
+        """What a resumed run needs to search the same index: the current and the starting
+        embeddings' folders and the builds so far (saved with each training checkpoint)."""
+        return {"current": str(self.cache.path) if self.cache else None, "first": str(self._first) if self._first else None,
+                "builds": self.builds}
+
+    def restore(self, state: dict[str, Any]) -> bool:
+        """Search the index a checkpoint's :meth:`state` names again, when its embeddings are still
+        there and complete (False, nothing changed, when not)."""
+        from harness_builtins.dense.embeddings import damaged_shards
+
+        try:
+            cache = EmbeddingCache.open(state["current"])
+            if damaged_shards(cache.path, cache.meta):
+                return False
+        except (OSError, ValueError, KeyError, TypeError, HarnessError):
+            return False
+        self._hold(cache)
+        self._first = Path(state["first"]) if state.get("first") else cache.path
+        self.builds = list(state.get("builds") or [])
+        return True
 
     def discard(self) -> None:
         """Delete the current embeddings when they were made during training (after the last
@@ -286,9 +322,11 @@ class InLoopIndex:
         return [[self.corpus.get(ids[i * width + j]) for j in range(width) if rows[i, j] >= 0] for i in range(rows.shape[0])]
 
 
-def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExample], *, k: int, format: str, sep: str):
+def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExample], *, k: int, format: str, sep: str,
+                 match: str = "string"):
     """The ``torch.nn.Module`` the trainer calls for an in-loop recipe: its batches are the
-    question column and ``label`` (the example's index in ``examples``)."""
+    question column and ``label`` (the example's index in ``examples``); ``has_answer`` is DPR's
+    rule in ``match`` mode (the corpus suite's)."""
 
     shared = not _routers(model)
 
@@ -306,7 +344,7 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
             for row, passage in zip(rows.tolist(), passages):
                 key = (example, row)
                 if key not in self._answers:
-                    check = check or AnswerCheck(examples[example].answers, match="string")
+                    check = check or AnswerCheck(examples[example].answers, match=match)
                     if len(self._answers) > 2_000_000:
                         self._answers.clear()
                     self._answers[key] = check.in_text(passage)

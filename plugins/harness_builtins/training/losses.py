@@ -18,6 +18,7 @@ objective); seed 004 (Hoang thesis) §2.2.1 (Definition 2.5), ch. 4 (late intera
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -352,6 +353,8 @@ class ARTLoss(nn.Module):
         self.passage_prompt = upr._template("passage_prompt", passage_prompt or upr.PASSAGE_PROMPT, ("title", "text"))
         self.question_target = upr._template("question_target", question_target or upr.QUESTION_TARGET, ("question",))
         dev = resolve_device(device)
+        if dev == "cuda" and os.environ.get("LOCAL_RANK", "").isdigit():
+            dev = f"cuda:{os.environ['LOCAL_RANK']}"  # each training process its own GPU's teacher
         # a plain attribute, not a submodule: the teacher is neither trained nor saved
         self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(
             ModelRef(teacher, revision), dev, resolve_precision(precision, dev), who="art teacher")

@@ -125,7 +125,10 @@ def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> Tr
     unknown = sorted(set(spec.recipe.defaults) - known)
     if unknown:
         raise HarnessError(f"variant {variant!r} has a default for an unknown setting {unknown[0]!r}")
-    values = {**dict(spec.recipe.defaults), **given, **fixed}
+    defaults = dict(spec.recipe.defaults)
+    if "warmup_ratio" in given and "warmup_steps" not in given:
+        defaults.pop("warmup_steps", None)  # the user's warm-up, not the variant's in steps
+    values = {**defaults, **given, **fixed}
     data = [(Path(p), w) for p, w in values.pop("data")]
     values["pretrain_data"] = [(Path(p), w) for p, w in values.pop("pretrain_data", ())]
     return TrainSettings(variant=variant, data=data, **values)
@@ -185,7 +188,7 @@ def _read_data(settings: TrainSettings, *, in_loop: bool = False) -> tuple[list,
             examples = [e for e in _suite_questions(str(name)) if settings.only_label is None or e.label == settings.only_label]
             datasets.append(examples)
             records.append({"data": str(name), "path": None, "weight": weight, "examples": len(examples),
-                            "fingerprint": "suite:" + registry.load("suites", str(name), {}).value.corpus.fingerprint,
+                            "fingerprint": registry.load("suites", str(name), {}).value.questions_fingerprint,
                             "labels": sorted({e.label for e in examples if e.label is not None})})
             continue
         path = _training_file(name, settings)
@@ -332,7 +335,8 @@ def train(settings: TrainSettings) -> Path:
 
         index = InLoopIndex(registry.load("suites", corpus_suite, {}).value.corpus, root=cache_dir() / "dense",
                             format=settings.format, sep=sep, shard_size=settings.index_shard_size, progress=settings.progress)
-        loss = in_loop_loss(model, loss_module, index, usable, k=in_loop.k, format=settings.format, sep=sep)
+        loss = in_loop_loss(model, loss_module, index, usable, k=in_loop.k, format=settings.format, sep=sep,
+                            match=registry.suites().get(corpus_suite).match)
     else:
         loss = EmbeddingLoss.create(model, loss_module)
     log_path = output / LOG
@@ -348,7 +352,12 @@ def train(settings: TrainSettings) -> Path:
 
         def on_train_begin(self, args, state, control, **kwargs):
             if index is not None:  # after a resumed run's weights are loaded
-                index.build(model, state.global_step)
+                if not _restore_in_loop(resume_from, index, loss_module):
+                    index.build(model, state.global_step)
+
+        def on_save(self, args, state, control, **kwargs):
+            if index is not None:
+                _save_in_loop(checkpoints / f"checkpoint-{state.global_step}", index, loss_module)
 
         def on_step_end(self, args, state, control, **kwargs):
             every = in_loop.refresh_every if in_loop else None
@@ -471,6 +480,7 @@ def _train_two_stages(settings: TrainSettings, variant) -> Path:
             settings, variant=variant.recipe.pretrain, data=list(settings.pretrain_data), pretrain_data=[], output=stage,
             epochs=settings.pretrain_epochs or settings.epochs, max_steps=settings.pretrain_max_steps or settings.max_steps,
         ))
+        _barrier()  # rank 0 writes the model the second stage starts from
     return train(dataclasses.replace(settings, pretrained_from=str(stage)))
 
 
@@ -519,7 +529,11 @@ def _train_per_label(settings: TrainSettings, variant, started: float) -> Path:
         sub = output / folders[label]
         if not (sub / RECORD).exists():
             train(dataclasses.replace(settings, output=sub, only_label=label))
+            _barrier()  # rank 0 writes the record the others read
         runs[label] = json.loads((sub / RECORD).read_text(encoding="utf-8"))
+    if _rank() != 0:
+        _barrier()
+        return output
     import torch
 
     torch.manual_seed(settings.seed)  # as each label's run: any newly initialised weights are theirs
@@ -538,7 +552,56 @@ def _train_per_label(settings: TrainSettings, variant, started: float) -> Path:
         "seconds": round(time.monotonic() - started, 3), "versions": _versions(),
     }
     write_text_atomic(output / RECORD, json.dumps(record, indent=1, default=str) + "\n")
+    _barrier()
     return output
+
+
+def _in_loop_state_file(checkpoint: Path) -> Path:
+    return checkpoint / f"in_loop_state-rank{_rank()}.json"
+
+
+def _save_in_loop(checkpoint: Path, index, loss_module) -> None:
+    """Beside a checkpoint, this process's in-loop state: the index it searches (and the builds so
+    far) and the loss's counts, so that a resumed run goes on with the same index, not one
+    re-embedded by the checkpoint's weights, and counts every step once."""
+    if checkpoint.is_dir():
+        counts = {"skipped": int(loss_module.skipped), "seen": int(loss_module.seen)} if hasattr(loss_module, "skipped") else None
+        write_text_atomic(_in_loop_state_file(checkpoint), json.dumps({"index": index.state(), "counts": counts}) + "\n")
+
+
+def _restore_in_loop(checkpoint: Path | None, index, loss_module) -> bool:
+    """Whether every process took up its checkpoint's in-loop state (:func:`_save_in_loop`); when
+    any cannot (no state, embeddings deleted), all of them embed the corpus anew."""
+    state = None
+    if checkpoint is not None and _in_loop_state_file(checkpoint).is_file():
+        try:
+            state = json.loads(_in_loop_state_file(checkpoint).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = None
+    ok = isinstance(state, dict) and isinstance(state.get("index"), dict) and index.restore(state["index"])
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        flags = [None] * dist.get_world_size()
+        dist.all_gather_object(flags, bool(ok))
+        ok = all(flags)
+    if ok and isinstance(state.get("counts"), dict) and hasattr(loss_module, "skipped"):
+        loss_module.skipped, loss_module.seen = int(state["counts"]["skipped"]), int(state["counts"]["seen"])
+    return bool(ok)
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _barrier() -> None:
+    """Wait for every process of the group (none without one)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
 
 
 def _in_loop_record(in_loop, corpus_suite: str | None, index, loss_module) -> dict[str, Any] | None:
