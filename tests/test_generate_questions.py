@@ -337,3 +337,19 @@ def test_cli_errors_are_one_line_with_exit_2(tmp_path, t5_dir, capsys, argv, fra
     assert code == 2 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and err.startswith("harness: error: ") and fragment in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("line", [
+    b'{"id": "p1", "kept": []}',
+    b'{"id": "p1", "kept": [], "outputs": 1, "answers": 1, "dropped": {"nope": 1}}',
+    b'{"id": "p1", "kept": [["q?"]], "outputs": 1, "answers": 1, "dropped": {}}',
+    b'{"id": "p1", "kept": [], "outputs": -1, "answers": 1, "dropped": {}}',
+    b'\xff\xfe{"id": "p1"}',
+])
+def test_a_damaged_progress_record_is_a_one_line_error(tmp_path, line):
+    from harness_builtins.datasets.generate import _records
+
+    partial = tmp_path / "out.json.partial.jsonl"
+    partial.write_bytes(b'{"settings": {}}\n' + line + b"\n")
+    with pytest.raises(HarnessError, match=r"out.json.partial.jsonl:2: damaged progress record"):
+        list(_records(partial))

@@ -312,3 +312,13 @@ def test_the_index_key_follows_the_passage_weights_format_and_length(tiny):
     base = key()
     assert key(touch_question=True) == base
     assert len({base, key(length=64), key(format="text"), key(pooling="cls")}) == 4
+
+
+def test_a_users_warmup_ratio_beats_the_variants_warmup_steps():
+    from harness_builtins.training.trainer import resolve_settings
+
+    fixed = {"data": [("demo-dev", 1.0)], "model": "m", "output": "o"}
+    assert resolve_settings(variant="qsft", given={}, **fixed).warmup_steps == 100
+    ratio = resolve_settings(variant="qsft", given={"warmup_ratio": 0.1}, **fixed)
+    assert ratio.warmup_steps is None and ratio.warmup_ratio == 0.1
+    assert resolve_settings(variant="qsft", given={"warmup_ratio": 0.1, "warmup_steps": 7}, **fixed).warmup_steps == 7

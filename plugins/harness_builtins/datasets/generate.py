@@ -326,13 +326,20 @@ def _resume(path: Path, settings: dict[str, Any]) -> bool:
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     """The passage records of a partial file (its lines after the first)."""
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(islice(f, 1, None), start=2):
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    with open(path, "rb") as f:
+        for number, raw in enumerate(islice(f, 1, None), start=2):
             try:
-                record = json.loads(line)
-                if not isinstance(record["id"], str) or any(len(pair) != 2 for pair in record["kept"]):
+                record = json.loads(raw.decode("utf-8"))
+                if (not isinstance(record["id"], str) or not isinstance(record["kept"], list)
+                        or any(not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair) for pair in record["kept"])
+                        or not count(record["outputs"]) or not (record["answers"] is None or count(record["answers"]))
+                        or not isinstance(record["dropped"], dict)
+                        or any(r not in DROP_REASONS or not count(n) for r, n in record["dropped"].items())):
                     raise TypeError
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
                 raise HarnessError(f"{path}:{number}: damaged progress record; delete the file to start over") from None
             yield record
 
