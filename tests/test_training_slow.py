@@ -33,18 +33,23 @@ def _env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tiny, data, tmp_path):  # noqa: F811
-    whole = tmp_path / "whole"
-    assert subprocess.run(HARNESS + _args(tiny, data, whole, "--max-steps", "12", "--save-steps", "2"), env=_env()).returncode == 0
-    cut = tmp_path / "cut"
-    process = subprocess.Popen(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2"), env=_env())
-    deadline = time.monotonic() + 300
-    while not (cut / "checkpoints" / "checkpoint-4" / "trainer_state.json").exists():
+def _kill_when(process: subprocess.Popen, path: Path, timeout: float = 300) -> None:
+    """SIGKILL ``process`` as soon as ``path`` exists (it must not end first)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
         assert process.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
+
+
+def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tiny, data, tmp_path):  # noqa: F811
+    whole = tmp_path / "whole"
+    assert subprocess.run(HARNESS + _args(tiny, data, whole, "--max-steps", "12", "--save-steps", "2"), env=_env()).returncode == 0
+    cut = tmp_path / "cut"
+    process = subprocess.Popen(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2"), env=_env())
+    _kill_when(process, cut / "checkpoints" / "checkpoint-4" / "trainer_state.json")
     assert not (cut / "harness_training.json").exists()
     # a finished checkpoint is never resumed over; an unfinished one is not started afresh
     again = subprocess.run(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2"), env=_env(), capture_output=True, text=True)
@@ -229,14 +234,8 @@ def test_a_killed_art_run_resumes_with_the_index_it_was_searching(tiny, tmp_path
     assert subprocess.run(HARNESS + art + ["--output", str(whole)], env={**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c1")}).returncode == 0
     env = {**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c2")}
     process = subprocess.Popen(HARNESS + art + ["--output", str(cut)], env=env)
-    deadline = time.monotonic() + 300
     # checkpoint 3 comes between the embeddings of steps 2 and 4: the resumed run must search step 2's
-    while not (cut / "checkpoints" / "checkpoint-3" / "in_loop_state-rank0.json").exists():
-        assert process.poll() is None, "the run ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    _kill_when(process, cut / "checkpoints" / "checkpoint-3" / "in_loop_state-rank0.json")
     assert subprocess.run(HARNESS + art + ["--output", str(cut), "--resume"], env=env).returncode == 0
     builds = {name: json.loads((run / "harness_training.json").read_text())["in_loop"]["builds"] for name, run in (("whole", whole), ("cut", cut))}
     assert [b["step"] for b in builds["whole"]] == [0, 2, 4, 6]
