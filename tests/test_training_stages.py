@@ -158,3 +158,15 @@ def test_an_interrupted_first_stage_resumes(tiny, tmp_path, monkeypatch):
     assert (out / "stages" / "pretrain" / "harness_training.json").read_bytes() == first
     assert json.loads((out / "harness_training.json").read_text())["pretraining"]["steps"] == 2
     np.testing.assert_equal(True, (out / "model" / "modules.json").is_file())
+
+
+def test_a_broken_label_map_is_a_one_line_error(tmp_path):
+    from harness.errors import InputFileError
+    from harness_builtins.dense.specialised import read_map
+
+    (tmp_path / "specialised.json").write_text('{"schema": "harness-specialised/1", "labels": {')
+    with pytest.raises(InputFileError, match=r"specialised.json:1: invalid JSON"):
+        read_map(tmp_path)
+    (tmp_path / "specialised.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(InputFileError, match=r"unreadable label map"):
+        read_map(tmp_path)

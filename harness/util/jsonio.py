@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from harness.errors import InputFileError
@@ -18,6 +19,16 @@ def loads(text: str | bytes, *, source: object, line: int | None = None) -> Any:
         raise InputFileError(source, f"invalid JSON: {exc.msg} (column {exc.colno})", line=where) from None
     except RecursionError:
         raise InputFileError(source, "JSON nested too deeply", line=line) from None
+
+
+def load_file(path, *, what: str = "file") -> Any:
+    """The JSON value in the file at ``path``; unreadable bytes and invalid JSON are one-line
+    errors naming the file (``what`` says what it should have been)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"unreadable {what}: {exc}") from None
+    return loads(text, source=path)
 
 
 def iter_array(stream, *, source: object, chunk_size: int = 1 << 20, lines: bool = False):

@@ -16,13 +16,13 @@ searched against passages of another encoder.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.api import Corpus, Hit, RunContext
 from harness.errors import HarnessError, InputFileError
+from harness.util import jsonio
 
 MAP_FILE = "specialised.json"
 SCHEMA = "harness-specialised/1"
@@ -34,10 +34,7 @@ def read_map(path: Path) -> dict[str, str]:
     file = path / MAP_FILE
     if not file.is_file():
         raise HarnessError(f"{path} has no {MAP_FILE}: not the output of harness train --variant specialised")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputFileError(file, f"unreadable: {exc}") from None
+    data = jsonio.load_file(file, what="label map")
     labels = data.get("labels") if isinstance(data, dict) and data.get("schema") == SCHEMA else None
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise InputFileError(file, f"not a {SCHEMA} file with a 'labels' object of label -> directory")

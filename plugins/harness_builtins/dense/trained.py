@@ -9,11 +9,11 @@ summary, so the leaderboard shows which variant produced a row.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, InputFileError
+from harness.util import jsonio
 
 RECORD = "harness_training.json"
 SCHEMA = "harness-training/1"
@@ -27,10 +27,7 @@ def read_training_record(path: str | Path) -> dict[str, Any]:
         raise HarnessError(f"-o path={path}: no such checkpoint directory")
     if not record_path.is_file():
         raise HarnessError(f"{directory} is not a finished harness train checkpoint (no {RECORD}); an interrupted run resumes with harness train --resume")
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputFileError(record_path, f"unreadable training record: {exc}") from None
+    record = jsonio.load_file(record_path, what="training record")
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
         raise InputFileError(record_path, f"not a {SCHEMA} training record")
     for key, kind in (("variant", str), ("format", str), ("initial_model", str), ("data", list), ("seed", int)):

@@ -41,43 +41,32 @@ from harness.errors import HarnessError
 
 from harness_builtins.dense.embeddings import EmbeddingCache
 from harness_builtins.training.engine import passage_text
-from harness_builtins.training.model import DOCUMENT, LossParts
+from harness_builtins.training.model import DOCUMENT, LossParts, side_modules
 
 #: Rows scored at once per search block (bounds the ``[B, block]`` score matrix).
 SEARCH_BLOCK = 65_536
 
 
-def _routers(model) -> list:
-    from sentence_transformers.sentence_transformer.modules import Router
-
-    return [m for m in model.children() if isinstance(m, Router)]
+def _passage_side(model) -> tuple[list, bool]:
+    """The modules that make passage embeddings (the ``document`` route of a Router model, else
+    the whole shared encoder) and whether the model is shared."""
+    modules = side_modules(model, "passage")
+    return (list(model.children()), True) if modules is None else (modules, False)
 
 
 def passage_parameters(model) -> list[tuple[str, torch.Tensor]]:
-    """The named parameters and buffers that make passage embeddings: the ``document`` route of
-    a Router model, else the whole (shared) encoder."""
-    routers = _routers(model)
-    if routers:
-        modules = routers[0].sub_modules[DOCUMENT]
-        named = [(f"{i}.{name}", t) for i, m in enumerate(modules) for name, t in m.state_dict().items()]
-    else:
-        named = list(model.state_dict().items())
+    """The named parameters and buffers that make passage embeddings, sorted by name."""
+    modules, _ = _passage_side(model)
+    named = [(f"{i}.{name}", t) for i, m in enumerate(modules) for name, t in m.state_dict().items()]
     return sorted(named, key=lambda item: item[0])
 
 
 def passage_modules(model) -> list[list]:
-    """The passage side's modules as ``[class name, configuration]`` (pooling mode, length,
-    lower-casing, ...): what makes embeddings besides the weights."""
-    routers = _routers(model)
-    modules = routers[0].sub_modules[DOCUMENT] if routers else list(model.children())
-    return [[type(m).__name__, m.get_config_dict() if hasattr(m, "get_config_dict") else {}] for m in modules]
-
-
-def passage_max_length(model) -> int | None:
-    """The passage side's token limit (its ``Transformer``'s ``max_seq_length``)."""
-    routers = _routers(model)
-    modules = routers[0].sub_modules[DOCUMENT] if routers else list(model.children())
-    return next((m.max_seq_length for m in modules if getattr(m, "max_seq_length", None) is not None), None)
+    """The passage side's modules as ``[class name, configuration, token limit]`` (pooling mode,
+    lower-casing, ``max_seq_length``): what makes embeddings besides the weights."""
+    modules, _ = _passage_side(model)
+    return [[type(m).__name__, m.get_config_dict() if hasattr(m, "get_config_dict") else {}, getattr(m, "max_seq_length", None)]
+            for m in modules]
 
 
 def passage_weights_digest(model) -> str:
@@ -101,8 +90,7 @@ class ModelPassageEncoder:
 
     def identity(self) -> str:
         return json.dumps({"backend": "harness-train", "passage_weights": self.digest, "format": self.format,
-                           "max_length": passage_max_length(self.model), "modules": passage_modules(self.model)},
-                          sort_keys=True, default=str)
+                           "modules": passage_modules(self.model)}, sort_keys=True, default=str)
 
     def _encode(self, texts: list[str], method: str) -> np.ndarray:
         if not texts:
@@ -328,7 +316,7 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
     question column and ``label`` (the example's index in ``examples``); ``has_answer`` is DPR's
     rule in ``match`` mode (the corpus suite's)."""
 
-    shared = not _routers(model)
+    _, shared = _passage_side(model)
 
     class _InLoopLoss(torch.nn.Module):
         def __init__(self) -> None:

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
+from harness_builtins.rerank import upr
 from harness_builtins.training import LOSS_TABLE, build_part, parts
 
 
@@ -333,7 +334,6 @@ class ARTLoss(nn.Module):
                  precision: str = "auto", device: str = "auto", question_mark: bool = True,
                  passage_prompt: str | None = None, question_target: str | None = None) -> None:
         super().__init__()
-        from harness_builtins.rerank import upr
         from harness_builtins.rerank.models import ModelRef, positive_int, resolve_device, resolve_precision
 
         if not teacher:
@@ -358,20 +358,18 @@ class ARTLoss(nn.Module):
         # a plain attribute, not a submodule: the teacher is neither trained nor saved
         self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(
             ModelRef(teacher, revision), dev, resolve_precision(precision, dev), who="art teacher")
-        self._score = upr.question_log_likelihoods
-        self._target = upr.question_target
 
     def teacher_scores(self, questions, passages) -> torch.Tensor:
         """``[B, K]``: each passage's (mean) log-likelihood of its question under the teacher."""
         rows = []
         for question, group in zip(questions, passages):
-            sums = self._score(
+            sums = upr.question_log_likelihoods(
                 self.teacher, self.tokenizer, question, [(p.title, p.text) for p in group], batch_size=self.batch_size,
                 max_passage_length=self.max_passage_length, max_question_length=self.max_question_length,
                 question_mark=self.question_mark, passage_template=self.passage_prompt, target_template=self.question_target,
             )
             if self.mean:
-                target = self._target(question, question_mark=self.question_mark, template=self.question_target)
+                target = upr.question_target(question, question_mark=self.question_mark, template=self.question_target)
                 tokens = len(self.tokenizer(target, max_length=self.max_question_length, truncation=True).input_ids)
                 sums = [value / tokens for value in sums]
             rows.append(sums)

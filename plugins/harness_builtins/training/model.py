@@ -107,16 +107,24 @@ def freeze_unused(model) -> int:
     return frozen
 
 
-def side_parameters(model, side: str) -> list:
-    """The parameters of one side (``question`` or ``passage``) of a Router model; a shared encoder
-    has no separate sides (an error)."""
+def side_modules(model, side: str) -> list | None:
+    """The modules of one side (``question`` or ``passage``) of a Router model; None for a shared
+    encoder (its modules serve both sides)."""
     from sentence_transformers.sentence_transformer.modules import Router
 
     routers = [m for m in model.children() if isinstance(m, Router)]
     if not routers:
+        return None
+    return list(routers[0].sub_modules[QUERY if side == "question" else DOCUMENT])
+
+
+def side_parameters(model, side: str) -> list:
+    """The parameters of one side (``question`` or ``passage``) of a Router model; a shared encoder
+    has no separate sides (an error)."""
+    modules = side_modules(model, side)
+    if modules is None:
         raise HarnessError("a frozen side needs separate question and passage encoders; this model has one shared encoder")
-    route = QUERY if side == "question" else DOCUMENT
-    return [p for module in routers[0].sub_modules[route] for p in module.parameters()]
+    return [p for module in modules for p in module.parameters()]
 
 
 def freeze(model, side: str) -> int:

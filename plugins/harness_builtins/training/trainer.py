@@ -166,12 +166,11 @@ def _training_file(name: Path, settings: TrainSettings) -> Path:
     return target
 
 
-def _suite_questions(name: str) -> list:
-    """A suite's questions as in-loop training examples: question, answers and (for a suite of
-    several parts) the part's name as label; no passages (the loop retrieves them)."""
+def _suite_questions(suite) -> list:
+    """A loaded suite's questions as in-loop training examples: question, answers and (for a suite
+    of several parts) the part's name as label; no passages (the loop retrieves them)."""
     from harness.api import TrainingExample
 
-    suite = registry.load("suites", name, {}).value
     several = len(suite.parts) > 1
     return [TrainingExample(question=q.text, answers=tuple(q.answers), positives=(), label=part.name if several else None)
             for part in suite.parts for q in part.questions]
@@ -185,10 +184,11 @@ def _read_data(settings: TrainSettings, *, in_loop: bool = False) -> tuple[list,
     datasets, records = [], []
     for name, weight in settings.data:
         if in_loop and not Path(name).is_file() and str(name) not in registry.registry("training-data") and str(name) in registry.suites():
-            examples = [e for e in _suite_questions(str(name)) if settings.only_label is None or e.label == settings.only_label]
+            suite = registry.load("suites", str(name), {}).value
+            examples = [e for e in _suite_questions(suite) if settings.only_label is None or e.label == settings.only_label]
             datasets.append(examples)
             records.append({"data": str(name), "path": None, "weight": weight, "examples": len(examples),
-                            "fingerprint": registry.load("suites", str(name), {}).value.questions_fingerprint,
+                            "fingerprint": suite.questions_fingerprint,
                             "labels": sorted({e.label for e in examples if e.label is not None})})
             continue
         path = _training_file(name, settings)
@@ -333,10 +333,10 @@ def train(settings: TrainSettings) -> Path:
 
         from harness_builtins.training.inloop import InLoopIndex, in_loop_loss
 
-        index = InLoopIndex(registry.load("suites", corpus_suite, {}).value.corpus, root=cache_dir() / "dense",
-                            format=settings.format, sep=sep, shard_size=settings.index_shard_size, progress=settings.progress)
-        loss = in_loop_loss(model, loss_module, index, usable, k=in_loop.k, format=settings.format, sep=sep,
-                            match=registry.suites().get(corpus_suite).match)
+        searched = registry.load("suites", corpus_suite, {}).value
+        index = InLoopIndex(searched.corpus, root=cache_dir() / "dense", format=settings.format, sep=sep,
+                            shard_size=settings.index_shard_size, progress=settings.progress)
+        loss = in_loop_loss(model, loss_module, index, usable, k=in_loop.k, format=settings.format, sep=sep, match=searched.match)
     else:
         loss = EmbeddingLoss.create(model, loss_module)
     log_path = output / LOG
