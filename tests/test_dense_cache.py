@@ -183,3 +183,130 @@ def test_encoder_output_is_checked(tmp_path):
 
     with pytest.raises(HarnessError, match="shape"):
         embed_corpus(Wrong(), corpus_of(passages(3)), tmp_path, progress=False)
+
+
+# --- corpora with positional access -----------------------------------------------------------------
+
+
+class PositionalCorpus:
+    """A corpus with positional access (``passage_at``) that records the rows read; iterating it
+    is an error."""
+
+    def __init__(self, passages, name: str = "tiny"):
+        self.name = name
+        self._inner = corpus_of(passages, name)
+        self._passages = list(self._inner)
+        self.rows: list[int] = []
+
+    @property
+    def fingerprint(self) -> str:
+        return self._inner.fingerprint
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    def __iter__(self):
+        raise AssertionError("a corpus with positional access was iterated")
+
+    def get(self, passage_id):
+        return self._inner.get(passage_id)
+
+    def passage_at(self, row: int):
+        self.rows.append(row)
+        return self._passages[row]
+
+
+def shard_bytes(path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.glob("*-*.npy"))}
+
+
+def test_a_corpus_with_positional_access_is_read_only_where_shards_are_missing(tmp_path):
+    corpus = PositionalCorpus(passages(14))  # shards of 4: [0-3] [4-7] [8-11] [12-13]
+
+    def stop_after_two(shard: int) -> None:
+        if shard == 1:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        embed_corpus(HashEncoder(), corpus, tmp_path, shard_size=4, chunk_size=3, progress=False, on_shard=stop_after_two)
+    assert corpus.rows == list(range(8))
+    corpus.rows.clear()
+    (cache_path(tmp_path, corpus, HashEncoder().identity()) / "emb-00000.npy").unlink()
+    cache = embed_corpus(HashEncoder(), corpus, tmp_path, shard_size=4, chunk_size=3, progress=False)
+    assert corpus.rows == [0, 1, 2, 3, *range(8, 14)]  # only the shards to encode
+    streamed = embed_corpus(HashEncoder(), corpus_of(passages(14)), tmp_path / "streamed", shard_size=4, chunk_size=3, progress=False)
+    assert shard_bytes(cache.path) == shard_bytes(streamed.path) and len(shard_bytes(cache.path)) == 8
+
+
+def test_a_corpus_store_behind_a_lazy_corpus_is_read_by_position(tmp_path, monkeypatch):
+    from harness.data.corpora import LazyCorpus
+    from harness.data.corpus_store import CorpusStore, build_store
+
+    source = tmp_path / "passages.jsonl"
+    source.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in passages(11)))
+    store = build_store(source, tmp_path / "store", format="jsonl", name="tiny", progress=False)
+    monkeypatch.setattr(CorpusStore, "__iter__", lambda self: pytest.fail("the corpus store was iterated"))
+    cache = embed_corpus(HashEncoder(), LazyCorpus("tiny", lambda: store), tmp_path / "a", shard_size=4, progress=False)
+    streamed = embed_corpus(HashEncoder(), corpus_of(passages(11)), tmp_path / "b", shard_size=4, progress=False)
+    assert cache.path.name == streamed.path.name  # the same fingerprint
+    assert shard_bytes(cache.path) == shard_bytes(streamed.path)
+
+
+# --- which shards count as finished -------------------------------------------------------------------
+
+
+def _unfinished_without_width(tmp_path, n: int = 20, shard_size: int = 4):
+    """A complete cache turned into what a crashed distributed build leaves: meta.json not
+    complete and without the vector width."""
+    corpus = corpus_of(passages(n))
+    cache = embed_corpus(HashEncoder(), corpus, tmp_path, shard_size=shard_size, progress=False)
+    meta = {**cache.meta, "complete": False, "dim": None}
+    meta.pop("finished")
+    (cache.path / "meta.json").write_text(json.dumps(meta))
+    return corpus, cache.path, meta
+
+
+def test_finished_shards_count_without_a_width_in_meta(tmp_path):
+    from harness_builtins.dense.embeddings import damaged_shards
+
+    corpus, path, meta = _unfinished_without_width(tmp_path)
+    before = shard_bytes(path)
+    (path / "emb-00003.npy").unlink()
+    assert damaged_shards(path, meta) == []
+
+    from harness_builtins.dense.embeddings import shard_states
+
+    states = shard_states(path, meta)
+    assert (states.finished, states.damaged, states.missing, states.dim) == ([0, 1, 2, 4], {}, [3], 8)
+    resumed = HashEncoder()
+    cache = embed_corpus(resumed, corpus, tmp_path, shard_size=4, progress=False)
+    assert resumed.calls == [[f"text of passage {i}" for i in range(12, 16)]]
+    assert shard_bytes(path) == before and cache.dim == 8
+    assert json.loads((path / "meta.json").read_text())["dim"] == 8
+
+
+def test_damaged_shards_are_told_by_what_is_wrong_with_them(tmp_path):
+    from harness_builtins.dense.embeddings import damaged_shards
+
+    corpus, path, meta = _unfinished_without_width(tmp_path, n=26)  # shards 0-6, the last of 2 rows
+    before = shard_bytes(path)
+    np.save(path / "emb-00001.npy", np.zeros((4, 5), DTYPE))  # another width than the others
+    np.save(path / "emb-00002.npy", np.zeros((4, 8), np.float32))  # another dtype
+    np.save(path / "ids-00003.npy", np.array([b"a", b"b"]))  # ids and vectors disagree
+    (path / "emb-00004.npy").write_bytes((path / "emb-00004.npy").read_bytes()[:100])  # truncated
+    (path / "ids-00005.npy").unlink()  # vectors without ids
+    assert damaged_shards(path, meta) == [1, 2, 3, 4, 5]
+
+    from harness_builtins.dense.embeddings import shard_states
+
+    states = shard_states(path, meta)
+    assert states.finished == [0, 6] and states.missing == [] and states.dim == 8
+    assert sorted(states.damaged) == [1, 2, 3, 4, 5]
+    assert "5-d vectors, the cache 8-d" in states.damaged[1] and "ids-00005.npy cannot be read" in states.damaged[5]
+    # a width in meta.json wins over the shards'
+    assert sorted(shard_states(path, {**meta, "dim": 5}).damaged) == [0, 2, 3, 4, 5, 6]
+
+    resumed = HashEncoder()
+    embed_corpus(resumed, corpus, tmp_path, shard_size=4, progress=False)
+    assert [call[0] for call in resumed.calls] == [f"text of passage {i}" for i in (4, 8, 12, 16, 20)]
+    assert shard_bytes(path) == before

@@ -224,3 +224,157 @@ def test_a_failing_rank_fails_all_ranks(tmp_path):
     meta = json.loads(next(tmp_path.rglob("meta.json")).read_text())
     assert meta["complete"] is False  # rank 0's shards are kept for the restart
     assert sorted(p.name for p in tmp_path.rglob("emb-*.npy")) == ["emb-00000.npy", "emb-00002.npy", "emb-00004.npy"]
+
+
+# --- a killed run resumes, and a rank reads only its rows (gloo, torch.multiprocessing.spawn) -------
+
+
+class Recording(CountingEncoder):
+    """Records the titles (``Title <row>``) of the passages it encodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.titles: list[str] = []
+
+    def encode_passages(self, passages):
+        self.titles.extend(t for t, _ in passages)
+        return super().encode_passages(passages)
+
+
+#: the shards written when :class:`DiesAtShardThree` kills its rank.
+WRITTEN = ("emb-00000.npy", "emb-00001.npy", "emb-00002.npy")
+
+
+class DiesAtShardThree(Recording):
+    """SIGKILLs its own process when asked for a passage of shard 3 or 4 (rows 24-39 at shard
+    size 8), once shards 0-2 are on disk (rank 0 writes 0 and 2, rank 1 writes 1)."""
+
+    def __init__(self, root: str):
+        super().__init__()
+        self.root = Path(root)
+
+    def encode_passages(self, passages):
+        import signal
+        import time
+
+        if any(int(t.split()[1]) >= 24 for t, _ in passages):
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not all(any(self.root.rglob(name)) for name in WRITTEN):
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().encode_passages(passages)
+
+
+def _encode_rank(rank: int, world_size: int, port: int, root: str, encoder: str, corpus: str) -> None:
+    """One spawned rank: encode PASSAGES into ``root`` and write what it did to ``root/rank<r>.json``."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))
+    from test_dense_cache import PositionalCorpus
+
+    from harness_builtins.dense.distributed import _destroy, encode_corpus_distributed
+
+    model = DiesAtShardThree(root) if encoder == "dies" else Recording()
+    source = PositionalCorpus(PASSAGES) if corpus == "positional" else corpus_of(PASSAGES)
+    try:
+        result = encode_corpus_distributed(model, source, root, shard_size=8, progress=False)
+        report = {"encoded": {str(r): s for r, s in result.encoded.items()}, "skipped": result.skipped}
+    except HarnessError as exc:
+        report = {"error": str(exc)}
+    finally:
+        _destroy()
+    report.update(titles=model.titles, rows=getattr(source, "rows", None))
+    Path(root, f"rank{rank}.json").write_text(json.dumps(report))
+
+
+def spawn(world_size: int, root: Path, *, encoder: str = "recording", corpus: str = "streamed") -> list[dict]:
+    import socket
+
+    import torch.multiprocessing as mp
+
+    for old in root.glob("rank*.json"):
+        old.unlink()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_encode_rank, args=(world_size, port, str(root), encoder, corpus), nprocs=world_size, join=True)
+    return [json.loads((root / f"rank{rank}.json").read_text()) for rank in range(world_size)]
+
+
+def cache_dir(root: Path) -> Path:
+    (path,) = [p.parent for p in root.glob("*/meta.json")]
+    return path
+
+
+def shard_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(cache_dir(root).glob("*-*.npy"))}
+
+
+def rows_of(titles) -> list[int]:
+    return sorted(int(t.split()[1]) for t in titles)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """The cache of an uninterrupted two-rank run."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    reports = spawn(2, root)
+    assert all("error" not in r for r in reports), reports
+    return root
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory) -> Path:
+    """What a two-rank run leaves when both ranks are killed after shards 0-2 are written."""
+    import torch.multiprocessing as mp
+
+    root = tmp_path_factory.mktemp("killed")
+    with pytest.raises(mp.ProcessExitedException):
+        spawn(2, root, encoder="dies")
+    path = cache_dir(root)
+    assert sorted(p.name for p in path.glob("emb-*.npy")) == list(WRITTEN)
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["complete"] is False and meta["dim"] is None  # ranks leave the width to the end
+    return root
+
+
+def _copy(root: Path, to: Path) -> tuple[Path, dict[str, int]]:
+    import shutil
+
+    shutil.copytree(root, to)
+    return to, stamps(cache_dir(to))
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_a_killed_run_resumes_encoding_only_the_missing_shards(tmp_path, killed, uninterrupted, world_size):
+    root, before = _copy(killed, tmp_path / "cache")
+    reports = spawn(world_size, root)
+    assert all("error" not in r for r in reports), reports
+    expected = {"0": [3], "1": [4], **({"2": []} if world_size == 3 else {})}  # each missing shard by one rank
+    assert all(r["encoded"] == expected and r["skipped"] == [0, 1, 2] for r in reports)
+    assert [rows_of(r["titles"]) for r in reports] == [list(range(24, 32)), list(range(32, 40)), []][:world_size]
+    after = stamps(cache_dir(root))
+    assert {name: after[name] for name in WRITTEN} == before  # the finished shards are untouched
+    assert shard_files(root) == shard_files(uninterrupted) and len(shard_files(root)) == 10
+    meta = json.loads((cache_dir(root) / "meta.json").read_text())
+    assert meta["complete"] is True and meta["dim"] == 4
+
+
+def test_embed_corpus_resumes_a_killed_distributed_run(tmp_path, killed, uninterrupted):
+    from harness_builtins.dense.embeddings import embed_corpus
+
+    root, before = _copy(killed, tmp_path / "cache")
+    encoder = Recording()
+    cache = embed_corpus(encoder, corpus_of(PASSAGES), root, shard_size=8, progress=False)
+    assert rows_of(encoder.titles) == list(range(24, 40))
+    after = stamps(cache.path)
+    assert {name: after[name] for name in WRITTEN} == before
+    assert shard_files(root) == shard_files(uninterrupted)
+    assert cache.dim == 4 and cache.meta["complete"]
+
+
+def test_each_rank_reads_only_its_own_rows_of_a_corpus_with_positional_access(tmp_path, uninterrupted):
+    reports = spawn(2, tmp_path, corpus="positional")  # iterating this corpus is an error
+    assert all("error" not in r for r in reports), reports
+    assert [r["encoded"] for r in reports] == [{"0": [0, 2, 4], "1": [1, 3]}] * 2
+    assert reports[0]["rows"] == [*range(0, 8), *range(16, 24), *range(32, 40)]
+    assert reports[1]["rows"] == [*range(8, 16), *range(24, 32)]
+    assert shard_files(tmp_path) == shard_files(uninterrupted)  # the same bytes as a streamed run's

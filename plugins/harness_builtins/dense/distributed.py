@@ -14,14 +14,18 @@ How the work is split and merged:
 
 1. Rank 0 opens or creates the cache's ``meta.json`` exactly as :func:`~harness_builtins.dense.
    embeddings.embed_corpus` would (same directory, key and layout; an existing cache keeps its
-   shard size), removes shard temporaries left by a crashed run, and sends the meta to every rank.
-2. Shard ``i`` belongs to rank ``i % world_size``; every rank streams the corpus, reads past the
-   passages of other ranks' shards and of its own shards that are already on disk, and encodes the
-   rest into the SAME directory with the cache's temp + rename (ids first, vectors last), so a
-   shard is written once, by one rank, and a restart redoes only the shards that are missing
-   (a crashed rank's included).
+   shard size), removes shard temporaries left by a crashed run, and, before any rank writes,
+   decides the to-do list as ``embed_corpus`` resumes (:func:`~harness_builtins.dense.embeddings.
+   resume_shards`: missing and damaged shards, the damaged ones deleted; the vector width learnt
+   from finished shards). It sends the meta and the to-do list to every rank.
+2. Rank ``r`` encodes every ``world_size``-th shard of the to-do list from the ``r``-th (in a
+   fresh run shard ``i`` goes to rank ``i % world_size``) into the SAME directory with the cache's
+   temp + rename (ids first, vectors last), so a shard is written once, by one rank, and a restart,
+   with any world size, redoes only the shards that are missing or damaged. A rank reads only its
+   shards' rows when the corpus has positional access (a corpus store), else it streams the
+   corpus and reads past the other passages.
 3. All ranks exchange their outcome (a collective, so one rank's error stops them all with its
-   message instead of a hang); rank 0 checks every shard (rows, ids, dimension) and writes the
+   message instead of a hang); rank 0 checks every shard (rows, ids, dtype, width) and writes the
    final ``meta.json`` with ``complete: true``. A second collective releases the other ranks.
 
 The cache directory must be shared by all ranks (one machine, or a shared file system).
@@ -40,8 +44,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness.errors import HarnessError
 from harness.api import Corpus
 
@@ -54,7 +56,8 @@ from harness_builtins.dense.embeddings import (
     cache_key,
     cache_path,
     open_meta,
-    shard_name,
+    resume_shards,
+    shard_states,
 )
 from harness_builtins.dense.encoders import Encoder
 
@@ -90,8 +93,14 @@ class DistributedResult:
 
 
 def shard_owner(shard: int, world_size: int) -> int:
-    """The rank that encodes ``shard``."""
+    """The rank that encodes ``shard`` in a fresh run (see :func:`rank_shards`)."""
     return shard % world_size
+
+
+def rank_shards(todo: Sequence[int], rank: int, world_size: int) -> list[int]:
+    """The shards of the to-do list that ``rank`` encodes: every ``world_size``-th from the
+    ``rank``-th, so each is encoded by exactly one rank."""
+    return sorted(todo)[rank::world_size]
 
 
 # --- process group -----------------------------------------------------------------------------
@@ -147,51 +156,38 @@ def _current_group() -> _Group:
 # --- the cache, prepared by rank 0 -----------------------------------------------------------------
 
 
-def _sizes(meta: dict[str, Any]) -> list[int]:
-    count, size = meta["passages"], meta["shard_size"]
-    return [min(size, count - s * size) for s in range(meta["shards"])]
-
-
-def _shard_done(path: Path, shard: int) -> bool:
-    return (path / shard_name("emb", shard)).is_file() and (path / shard_name("ids", shard)).is_file()
-
-
-def _prepare(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dict[str, Any]:
-    """``embed_corpus``'s opening (:func:`open_meta`), plus: a complete cache missing a shard is
-    reopened, and every shard temporary is removed (no rank is writing yet)."""
+def _prepare(identity: str, corpus: Corpus, path: Path, shard_size: int) -> tuple[dict[str, Any], list[int]]:
+    """``embed_corpus``'s opening (:func:`open_meta`, :func:`resume_shards`) before any rank
+    writes, plus: every shard temporary is removed, and a complete cache missing a shard is
+    reopened. Returns the meta and the shards to encode."""
     meta = open_meta(identity, corpus, path, shard_size)
     count = len(corpus)
     if meta.get("passages") != count:
         raise HarnessError(f"{path}: meta.json says {meta.get('passages')} passages, the corpus has {count}; delete it")
-    if meta.get("complete") and not all(_shard_done(path, s) for s in range(meta["shards"])):
-        meta["complete"] = False  # a shard was deleted: redo it
-        meta.pop("finished", None)
-        for stale in path.glob("index-*"):
-            stale.unlink()  # built from the old vectors
-        _write_json_atomic(path / META_FILE, meta)
     # No rank of this job is writing yet, and one job builds a cache at a time: every shard
     # temporary here is a crashed run's (on any machine; a pid check would only see this one's).
     for tmp in [*path.glob(".emb-*.tmp"), *path.glob(".ids-*.tmp")]:
         tmp.unlink(missing_ok=True)
-    return meta
+    todo = resume_shards(path, meta)
+    if meta.get("complete") and todo:
+        meta["complete"] = False  # a shard was deleted or damaged: redo it
+        meta.pop("finished", None)
+        for stale in path.glob("index-*"):
+            stale.unlink()  # built from the old vectors
+        _write_json_atomic(path / META_FILE, meta)
+    return meta, todo
 
 
 def _finalize(path: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """Check every shard on disk and mark the cache complete (rank 0)."""
-    dim = meta.get("dim")
-    for s, size in enumerate(_sizes(meta)):
-        if not _shard_done(path, s):
-            raise HarnessError(f"{path}: shard {s} is missing after every rank finished")
-        emb = np.load(path / shard_name("emb", s), mmap_mode="r")
-        ids = np.load(path / shard_name("ids", s), mmap_mode="r")
-        if emb.ndim != 2 or emb.shape[0] != size or len(ids) != size:
-            raise HarnessError(f"{path}: shard {s} holds {emb.shape[0]} vectors and {len(ids)} ids, expected {size}; delete it")
-        if dim is None:
-            dim = int(emb.shape[1])
-        elif emb.shape[1] != dim:
-            raise HarnessError(f"{path}: shard {s} holds {emb.shape[1]}-d vectors, the others {dim}-d")
-    if not meta.get("complete") or meta.get("dim") != dim:
-        meta = {**meta, "dim": dim, "complete": True, "finished": datetime.now(timezone.utc).strftime(_STAMP)}
+    states = shard_states(path, meta)
+    if states.missing:
+        raise HarnessError(f"{path}: shard {states.missing[0]} is missing after every rank finished")
+    if states.damaged:
+        shard, problem = next(iter(states.damaged.items()))
+        raise HarnessError(f"{path}: shard {shard} is damaged after every rank finished: {problem}")
+    if not meta.get("complete") or meta.get("dim") != states.dim:
+        meta = {**meta, "dim": states.dim, "complete": True, "finished": datetime.now(timezone.utc).strftime(_STAMP)}
         _write_json_atomic(path / META_FILE, meta)
     return meta
 
@@ -204,14 +200,14 @@ def _encode_shards(
     corpus: Corpus,
     path: Path,
     meta: dict[str, Any],
-    todo: set[int],
+    todo: list[int],
     *,
     chunk_size: int,
     progress: bool,
     on_shard: Callable[[int], None] | None,
 ) -> list[int]:
     """Encode the shards in ``todo`` with the cache's own shard loop, never writing ``meta.json``
-    (ranks learn the dimension from their own vectors; rank 0 records it at the end)."""
+    (a rank learns a width the meta lacks from its own vectors; rank 0 records it at the end)."""
     done: list[int] = []
 
     def finished(shard: int) -> None:
@@ -266,17 +262,18 @@ def encode_corpus_distributed(
     prepared = group.broadcast(_outcome(lambda: _prepare(identity, corpus, path, shard_size)) if group.rank == 0 else None)
     if not prepared[0]:
         raise HarnessError(prepared[1])
-    meta: dict[str, Any] = prepared[1]
+    meta: dict[str, Any] = prepared[1][0]
+    todo: list[int] = prepared[1][1]
     if group.rank != 0 and meta["key"] != cache_key(identity, corpus.fingerprint):
         raise HarnessError(f"rank {group.rank}: its encoder or corpus differs from rank 0's")
 
-    skipped = [s for s in range(meta["shards"]) if _shard_done(path, s)]
-    todo = {s for s in range(meta["shards"]) if shard_owner(s, group.world_size) == group.rank} - set(skipped)
+    skipped = sorted(set(range(meta["shards"])) - set(todo))
+    assigned = rank_shards(todo, group.rank, group.world_size)
     mine = _outcome(
         lambda: _encode_shards(
-            encoder, corpus, path, meta, todo, chunk_size=chunk_size, progress=progress and group.rank == 0, on_shard=on_shard
+            encoder, corpus, path, meta, assigned, chunk_size=chunk_size, progress=progress and group.rank == 0, on_shard=on_shard
         )
-        if todo
+        if assigned
         else []
     )
     outcomes = group.gather(mine)  # the barrier: every rank has written its shards (or failed)

@@ -15,22 +15,29 @@ local directory; formatting, pooling, max length, precision) and the corpus fing
 change to either gives a new cache and an unchanged pair reuses it. The shard size is not part of
 the key: an existing cache keeps its own.
 
-Building streams the corpus (``iter(corpus)``) in chunks; memory is bounded by one shard of
-vectors (written into a memory-mapped temporary file) and one chunk of passages. Each shard is
-written under a temporary name and renamed into place when complete (ids first, vectors last:
-a shard counts as done when its ``emb-*.npy`` exists). After an interruption the next build skips
-the finished shards (their passages are read past, not encoded) and encodes the rest.
-One process builds a given cache at a time.
+Building reads the corpus in chunks: by position (``passage_at(row)``, e.g. a corpus store,
+also behind a :class:`~harness.data.corpora.LazyCorpus`) only the rows of the shards to encode,
+otherwise streamed (``iter(corpus)``), reading past the other shards' passages. Memory is bounded
+by one shard of vectors (written into a memory-mapped temporary file) and one chunk of passages.
+Each shard is written under a temporary name and renamed into place when complete (ids first,
+vectors last: a shard counts as written when its ``emb-*.npy`` exists). After an interruption the
+next build keeps the finished shards (:func:`shard_states`: both files there, with the expected
+rows, dtype and a width shared with the other finished shards; the width is learnt from them when
+``meta.json`` has none, as a distributed build leaves it), deletes damaged ones and encodes the
+rest. One process, or one distributed job, builds a given cache at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -39,7 +46,7 @@ import numpy as np
 
 from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
-from harness.api import Corpus
+from harness.api import Corpus, Passage
 
 from harness_builtins.dense.encoders import Encoder
 
@@ -170,7 +177,8 @@ def embed_corpus(
         meta["complete"] = False
         _write_json_atomic(path / META_FILE, meta)
     _remove_stale_temporaries(path)
-    _build_shards(encoder, corpus, path, meta, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
+    todo = resume_shards(path, meta)
+    _build_shards(encoder, corpus, path, meta, todo=todo, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
     meta["complete"] = True
     meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     _write_json_atomic(path / META_FILE, meta)
@@ -181,27 +189,88 @@ def shard_rows(meta: dict[str, Any], shard: int) -> int:
     return min(meta["shard_size"], meta["passages"] - shard * meta["shard_size"])
 
 
-def damaged_shards(path: Path, meta: dict[str, Any]) -> list[int]:
-    """Shards on disk that are not what was written: a file missing beside its twin, unreadable,
-    truncated, or of the wrong shape or type (checked from the files' headers and sizes)."""
-    bad = []
-    for s in range(meta["shards"]):
-        emb, ids = path / shard_name("emb", s), path / shard_name("ids", s)
-        if not emb.exists() and not meta.get("complete"):
-            continue  # not finished yet (the vectors file is renamed into place last)
+@dataclass
+class ShardStates:
+    """What :func:`shard_states` found on disk."""
+
+    #: shards whose files are what was written, with vectors ``dim`` wide.
+    finished: list[int]
+    #: shards whose vectors file is there but something is wrong -> what is wrong.
+    damaged: dict[int, str]
+    #: shards without a vectors file (never finished).
+    missing: list[int]
+    #: the cache's vector width: meta.json's, else learnt from the finished shards (None: unknown).
+    dim: int | None
+
+    @property
+    def todo(self) -> list[int]:
+        """The shards still to encode, in order."""
+        return sorted([*self.missing, *self.damaged])
+
+
+def _shard_width(path: Path, meta: dict[str, Any], shard: int) -> int | str:
+    """The vector width of a shard whose vectors file exists, or what is wrong with its files
+    (unreadable, truncated, or the wrong dtype or rows; checked from headers and sizes)."""
+    rows = shard_rows(meta, shard)
+    arrays = []
+    for kind in ("emb", "ids"):
         try:
-            vectors = np.load(emb, mmap_mode="r")
-            names = np.load(ids, mmap_mode="r")
-            ok = (
-                vectors.dtype == np.dtype(DTYPE)
-                and vectors.shape == (shard_rows(meta, s), meta["dim"])
-                and names.shape == (shard_rows(meta, s),)
-            )
-        except (OSError, ValueError, EOFError, TypeError):
-            ok = False
-        if not ok:
-            bad.append(s)
-    return bad
+            arrays.append(np.load(path / shard_name(kind, shard), mmap_mode="r"))
+        except (OSError, ValueError, EOFError, TypeError) as exc:
+            return f"{shard_name(kind, shard)} cannot be read ({type(exc).__name__})"
+    vectors, names = arrays
+    if vectors.dtype != np.dtype(DTYPE) or vectors.ndim != 2 or vectors.shape[0] != rows or vectors.shape[1] < 1:
+        expected = f"expected {rows} rows of {np.dtype(DTYPE).name}"
+        return f"{shard_name('emb', shard)} holds {vectors.dtype} of shape {vectors.shape}, {expected}"
+    if names.dtype.kind != "S" or names.shape != (rows,):
+        return f"{shard_name('ids', shard)} holds {names.dtype} of shape {names.shape}, expected {rows} ids"
+    return int(vectors.shape[1])
+
+
+def shard_states(path: Path, meta: dict[str, Any]) -> ShardStates:
+    """Every shard's state on disk. The width is meta.json's ``dim`` or, when it has none, the most
+    common width of the readable shards (ties: the lowest shard's); a shard of another width is
+    damaged."""
+    widths: dict[int, int] = {}
+    damaged: dict[int, str] = {}
+    missing: list[int] = []
+    for s in range(meta["shards"]):
+        if not (path / shard_name("emb", s)).exists():
+            missing.append(s)  # not finished (the vectors file is renamed into place last)
+            continue
+        width = _shard_width(path, meta, s)
+        if isinstance(width, str):
+            damaged[s] = width
+        else:
+            widths[s] = width
+    dim = meta.get("dim")
+    if dim is None and widths:
+        dim = Counter(widths.values()).most_common(1)[0][0]
+    for s, width in widths.items():
+        if width != dim:
+            damaged[s] = f"{shard_name('emb', s)} holds {width}-d vectors, the cache {dim}-d"
+    finished = [s for s, width in widths.items() if width == dim]
+    return ShardStates(finished=finished, damaged=dict(sorted(damaged.items())), missing=missing, dim=dim)
+
+
+def damaged_shards(path: Path, meta: dict[str, Any]) -> list[int]:
+    """Shards on disk that are not what was written (:func:`shard_states`), and in a complete
+    cache the missing ones too."""
+    states = shard_states(path, meta)
+    return sorted([*states.damaged, *(states.missing if meta.get("complete") else [])])
+
+
+def resume_shards(path: Path, meta: dict[str, Any]) -> list[int]:
+    """Ready an unfinished cache for encoding what is left: damaged shards deleted, the width
+    learnt from finished shards recorded in ``meta`` and meta.json. Returns the shards to encode."""
+    states = shard_states(path, meta)
+    for s in states.damaged:
+        (path / shard_name("emb", s)).unlink(missing_ok=True)
+        (path / shard_name("ids", s)).unlink(missing_ok=True)
+    if meta.get("dim") is None and states.dim is not None:
+        meta["dim"] = states.dim
+        _write_json_atomic(path / META_FILE, meta)
+    return states.todo
 
 
 def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dict[str, Any]:
@@ -247,80 +316,131 @@ def _build_shards(
     path: Path,
     meta: dict[str, Any],
     *,
+    todo: Iterable[int],
     chunk_size: int,
     progress: bool,
     on_shard: Callable[[int], None] | None,
-    todo: set[int] | None = None,
     record_dim: bool = True,
 ) -> None:
-    """Encode every shard not yet on disk, or only those in ``todo`` (reading past the others'
-    passages); ``record_dim=False`` leaves ``meta.json`` alone (a distributed rank's case)."""
-    count, shard_size, shards = meta["passages"], meta["shard_size"], meta["shards"]
-    bad = set(damaged_shards(path, meta))
-    for s in bad:  # truncated, emptied or half-written by hand: encode again
-        (path / shard_name("emb", s)).unlink(missing_ok=True)
-        (path / shard_name("ids", s)).unlink(missing_ok=True)
-    done = [(path / shard_name("emb", s)).is_file() and s not in bad for s in range(shards)]
-    if todo is not None:
-        done = [d or s not in todo for s, d in enumerate(done)]
-    sizes = [min(shard_size, count - s * shard_size) for s in range(shards)]
-    passages = iter(corpus)
-    encoded_before = sum(size for size, d in zip(sizes, done) if d)
+    """Encode the shards in ``todo``, in order, touching no other shard; ``record_dim=False``
+    leaves ``meta.json`` alone (a distributed rank's case)."""
+    todo = set(todo)
+    count = meta["passages"]
+    sizes = [shard_rows(meta, s) for s in range(meta["shards"])]
     started = time.perf_counter()
     encoded = 0
-    with progress_bar(total=count, initial=encoded_before, desc="dense encode", unit="psg", enabled=progress) as bar:
-        for s in range(shards):
-            if done[s]:
-                skipped = sum(1 for _ in zip(range(sizes[s]), passages))
-                if skipped != sizes[s]:
-                    raise HarnessError(f"corpus {corpus.name!r} yielded fewer passages than its length {count}")
-                continue
-            tmp_ids = path / f".{shard_name('ids', s)}.{os.getpid()}.tmp"
-            tmp_emb = path / f".{shard_name('emb', s)}.{os.getpid()}.tmp"
-            vectors: np.ndarray | None = None
-            ids: list[str] = []
-            row = 0
-            try:
-                while row < sizes[s]:
-                    chunk = [p for _, p in zip(range(min(chunk_size, sizes[s] - row)), passages)]
-                    if not chunk:
-                        raise HarnessError(f"corpus {corpus.name!r} yielded fewer passages than its length {count}")
-                    out = np.asarray(encoder.encode_passages([(p.title, p.text) for p in chunk]))
-                    if out.ndim != 2 or out.shape[0] != len(chunk):
-                        raise HarnessError(
-                            f"encoder returned an array of shape {out.shape} for {len(chunk)} passages"
-                        )
-                    if not np.isfinite(out).all():
-                        raise HarnessError("encoder returned NaN or infinite values")
-                    if meta["dim"] is None:
-                        meta["dim"] = int(out.shape[1])
-                        if record_dim:
-                            _write_json_atomic(path / META_FILE, meta)
-                    elif out.shape[1] != meta["dim"]:
-                        raise HarnessError(f"encoder returned {out.shape[1]}-d vectors, the cache holds {meta['dim']}-d")
-                    if vectors is None:
-                        vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=DTYPE, shape=(sizes[s], meta["dim"]))
-                    vectors[row : row + len(chunk)] = out
-                    ids.extend(p.id for p in chunk)
-                    row += len(chunk)
-                    encoded += len(chunk)
-                    bar.update(len(chunk))
-                    bar.set_postfix(psg_s=f"{encoded / max(time.perf_counter() - started, 1e-9):.1f}", refresh=False)
-                assert vectors is not None
-                vectors.flush()
-                del vectors
-                vectors = None
-                width = max(1, max(len(i.encode("utf-8")) for i in ids))
-                with open(tmp_ids, "wb") as f:
-                    np.save(f, np.array([i.encode("utf-8") for i in ids], dtype=f"S{width}"))
-                os.replace(tmp_ids, path / shard_name("ids", s))
-                os.replace(tmp_emb, path / shard_name("emb", s))  # the shard is done once this exists
-            except BaseException:
-                vectors = None
-                tmp_ids.unlink(missing_ok=True)
-                tmp_emb.unlink(missing_ok=True)
-                raise
+    with progress_bar(total=count, initial=count - sum(sizes[s] for s in todo), desc="dense encode", unit="psg",
+                      enabled=progress) as bar:
+
+        def advance(rows: int) -> None:
+            nonlocal encoded
+            encoded += rows
+            bar.update(rows)
+            bar.set_postfix(psg_s=f"{encoded / max(time.perf_counter() - started, 1e-9):.1f}", refresh=False)
+
+        for s, passages in _todo_passages(corpus, sizes, todo):
+            _write_shard(encoder, passages, path, meta, s, sizes[s], chunk_size=chunk_size, record_dim=record_dim,
+                         advance=advance)
             if on_shard is not None:
                 on_shard(s)
+
+
+def _passage_at(corpus: Corpus) -> Callable[[int], Passage] | None:
+    """The corpus's positional access, ``passage_at(row)`` (a corpus store's, also behind a
+    :class:`~harness.data.corpora.LazyCorpus`), or None."""
+    from harness.data.corpora import LazyCorpus
+
+    if isinstance(corpus, LazyCorpus):
+        corpus = corpus.open()
+    at = getattr(corpus, "passage_at", None)
+    return at if callable(at) else None
+
+
+def _todo_passages(corpus: Corpus, sizes: list[int], todo: set[int]) -> Iterator[tuple[int, Iterator[Passage]]]:
+    """Each shard in ``todo``, in order, with an iterator over exactly its passages: read by
+    position when the corpus allows it (only these rows), else streamed."""
+    at = _passage_at(corpus)
+    if at is None:
+        return _streamed(corpus, sizes, todo)
+    starts = list(itertools.accumulate(sizes, initial=0))
+    return ((s, map(at, range(starts[s], starts[s] + sizes[s]))) for s in sorted(todo))
+
+
+def _streamed(corpus: Corpus, sizes: list[int], todo: set[int]) -> Iterator[tuple[int, Iterator[Passage]]]:
+    """:func:`_todo_passages` from ``iter(corpus)``: the other shards' passages are read past, and
+    the corpus must yield exactly ``len(corpus)`` passages."""
+    passages = iter(corpus)
+    for s, size in enumerate(sizes):
+        shard = _exactly(passages, size, corpus)
+        if s in todo:
+            yield s, shard
+        deque(shard, maxlen=0)  # what the caller left (all of a skipped shard)
     if next(passages, None) is not None:
-        raise HarnessError(f"corpus {corpus.name!r} yielded more passages than its length {count}")
+        raise HarnessError(f"corpus {corpus.name!r} yielded more passages than its length {len(corpus)}")
+
+
+def _exactly(passages: Iterator[Passage], rows: int, corpus: Corpus) -> Iterator[Passage]:
+    """The next ``rows`` passages; fewer is an error."""
+    for _ in range(rows):
+        passage = next(passages, None)
+        if passage is None:
+            raise HarnessError(f"corpus {corpus.name!r} yielded fewer passages than its length {len(corpus)}")
+        yield passage
+
+
+def _write_shard(
+    encoder: Encoder,
+    passages: Iterator[Passage],
+    path: Path,
+    meta: dict[str, Any],
+    shard: int,
+    rows: int,
+    *,
+    chunk_size: int,
+    record_dim: bool,
+    advance: Callable[[int], None],
+) -> None:
+    """Encode ``rows`` passages into a memory-mapped temporary, then rename the ids and the
+    vectors into place (in that order: the shard is done once ``emb-*.npy`` exists)."""
+    tmp_ids = path / f".{shard_name('ids', shard)}.{os.getpid()}.tmp"
+    tmp_emb = path / f".{shard_name('emb', shard)}.{os.getpid()}.tmp"
+    vectors: np.ndarray | None = None
+    ids: list[str] = []
+    try:
+        while len(ids) < rows:
+            chunk = list(itertools.islice(passages, min(chunk_size, rows - len(ids))))
+            out = _encode_chunk(encoder, chunk, path, meta, record_dim=record_dim)
+            if vectors is None:
+                vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=DTYPE, shape=(rows, meta["dim"]))
+            vectors[len(ids) : len(ids) + len(chunk)] = out
+            ids.extend(p.id for p in chunk)
+            advance(len(chunk))
+        vectors.flush()
+        vectors = None
+        width = max(1, max(len(i.encode("utf-8")) for i in ids))
+        with open(tmp_ids, "wb") as f:
+            np.save(f, np.array([i.encode("utf-8") for i in ids], dtype=f"S{width}"))
+        os.replace(tmp_ids, path / shard_name("ids", shard))
+        os.replace(tmp_emb, path / shard_name("emb", shard))
+    except BaseException:
+        vectors = None
+        tmp_ids.unlink(missing_ok=True)
+        tmp_emb.unlink(missing_ok=True)
+        raise
+
+
+def _encode_chunk(encoder: Encoder, chunk: list[Passage], path: Path, meta: dict[str, Any], *, record_dim: bool) -> np.ndarray:
+    """The encoder's vectors for ``chunk``, checked; the first chunk of a cache without a width
+    sets ``meta["dim"]`` (and meta.json's with ``record_dim``)."""
+    out = np.asarray(encoder.encode_passages([(p.title, p.text) for p in chunk]))
+    if out.ndim != 2 or out.shape[0] != len(chunk):
+        raise HarnessError(f"encoder returned an array of shape {out.shape} for {len(chunk)} passages")
+    if not np.isfinite(out).all():
+        raise HarnessError("encoder returned NaN or infinite values")
+    if meta["dim"] is None:
+        meta["dim"] = int(out.shape[1])
+        if record_dim:
+            _write_json_atomic(path / META_FILE, meta)
+    elif out.shape[1] != meta["dim"]:
+        raise HarnessError(f"encoder returned {out.shape[1]}-d vectors, the cache holds {meta['dim']}-d")
+    return out
