@@ -15,14 +15,19 @@ Vectors are added shard by shard from the float16 memory maps (each converted to
 own), so building never holds more than the index plus one shard. Built HNSW and IVF-PQ indexes
 are saved next to the embeddings (``index-<kind>-<digest>.faiss``) and reused.
 
-With a faiss that has GPU support and sees a GPU (``faiss.get_num_gpus() > 0``), ``flat`` and
-``ivfpq`` indexes run on GPU (``gpu`` option: ``auto``, ``true``, ``false``); HNSW stays on CPU.
+The ``gpu`` option (``auto``, ``true``, ``false``) says where searches run:
+
+- ``flat`` on GPUs is :class:`~harness_builtins.dense.gpu_flat.TorchFlatIP` whenever torch sees
+  CUDA devices: float16 rows split over every visible GPU, split-float16 products with float32
+  output, candidates re-scored in float32 (the CPU search's scores), ties by the lower row, any
+  ``k``. It needs no faiss GPU build.
+- ``ivfpq`` runs on GPU 0 when the installed faiss has GPU support (faiss's own
+  ``GpuIndexIVFPQ``; its CPU original answers ``k`` above 2048, faiss's GPU limit); otherwise on
+  CPU, with one line on stderr when a GPU is visible. HNSW stays on CPU.
 
 Exact search at Wikipedia scale (21M x 768 = 32 GB in float16, 64 GB in float32):
 
-- on GPUs, ``flat`` is an ``IndexShards`` over every visible GPU, one ``GpuIndexFlatIP`` per
-  device storing float16 (``useFloat16``), each holding a contiguous range of the rows (so row
-  numbers are the cache's), searched in parallel and merged by faiss;
+- on GPUs as above: the float16 rows (30 GiB) fit one 80 GB GPU, with room for the scores;
 - on CPU, ``flat`` is an ``IndexFlatIP`` in RAM when its float32 copy fits in
   :data:`FLAT_RAM_SHARE` of physical memory, else :class:`MappedFlatIP`, which searches the
   cache's memory-mapped float16 shards block by block (converted to float32 one block at a time)
@@ -39,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
 
 from harness_builtins.dense.embeddings import EmbeddingCache
@@ -157,49 +162,47 @@ class MappedFlatIP:
         return heap.D, heap.I
 
 
-def _gpu_flat_shards(cache: EmbeddingCache, progress: bool) -> tuple[Any, list[Any]]:
-    """An ``IndexShards`` of float16 ``GpuIndexFlatIP`` over all visible GPUs, rows split into
-    contiguous ranges (``successive_ids``: shard i's row r is global row offset_i + r); also the
-    objects that must stay alive while it is used (GPU resources and sub-indexes)."""
-    import faiss
-
-    d, n = cache.dim, len(cache)
-    ngpu = faiss.get_num_gpus()
-    bounds = [n * g // ngpu for g in range(ngpu + 1)]
-    shards = faiss.IndexShards(d, True, True)  # threaded, successive ids
-    keep: list[Any] = []
-    subs = []
-    for g in range(ngpu):
-        resources = faiss.StandardGpuResources()
-        config = faiss.GpuIndexFlatConfig()
-        config.device = g
-        config.useFloat16 = True
-        subs.append(faiss.GpuIndexFlatIP(resources, d, config))
-        keep += [resources, config]
-    with progress_bar(total=n, desc="dense index (gpu)", unit="vec", enabled=progress) as bar:
-        row = 0
-        for vectors in cache.vectors(np.float32):
-            start = 0
-            while start < len(vectors):  # a cache shard may straddle two GPUs' ranges
-                g = next(i for i in range(ngpu) if bounds[i] <= row < bounds[i + 1])
-                take = min(len(vectors) - start, bounds[g + 1] - row)
-                subs[g].add(vectors[start : start + take])
-                start += take
-                row += take
-                bar.update(take)
-    for sub in subs:
-        shards.add_shard(sub)
-    keep += subs
-    shards.syncWithSubIndexes()
-    if shards.ntotal != n:
-        raise HarnessError(f"GPU shards hold {shards.ntotal} vectors, expected {n}")
-    return shards, keep
+#: faiss's GPU k-selection handles k up to this; larger k searches a CPU copy.
+FAISS_GPU_MAX_K = 2048
 
 
 def gpu_available() -> bool:
+    """Whether the faiss build has GPU support and sees a GPU (used for ``ivfpq``)."""
     import faiss
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warn(message)
+
+
+def gpu_device_visible() -> bool:
+    """Whether the machine shows an NVIDIA GPU (its device node), whatever torch and faiss see."""
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+
+
+def flat_devices(config: IndexConfig) -> list[str]:
+    """The torch devices an exact ``flat`` index goes on: every visible CUDA device unless
+    ``gpu=false``; none (CPU faiss) without CUDA. Says once on stderr when a GPU is visible but
+    torch cannot use it."""
+    from harness_builtins.dense import gpu_flat
+
+    if config.gpu == "false":
+        return []
+    devices = gpu_flat.cuda_devices()
+    if not devices:
+        if config.gpu == "true":
+            raise HarnessError("gpu=true but torch sees no CUDA device (a CPU build of torch, or no GPU)")
+        if gpu_device_visible():
+            _warn_once("flat", "a GPU is visible but torch has no CUDA support: exact dense search runs on CPU "
+                               "(install a CUDA build of torch)")
+    return devices
 
 
 class DenseIndex:
@@ -214,6 +217,10 @@ class DenseIndex:
         self.keep: list[Any] = []
         #: hnsw_metric="l2": the squared norm the passages were lifted to (DPR's transform).
         self.phi: float | None = None
+        #: A GPU faiss index's CPU original (searched for k above :data:`FAISS_GPU_MAX_K`).
+        self.cpu_index: Any | None = None
+        #: How searches are computed: device kind and count, score precision (for the result).
+        self.compute: dict[str, Any] = {"search_device": "cpu", "search_devices": 1, "search_precision": "fp32"}
 
     @property
     def dim(self) -> int:
@@ -229,16 +236,11 @@ class DenseIndex:
         import faiss
 
         config = config or IndexConfig()
-        use_gpu = config.gpu == "true" or (config.gpu == "auto" and gpu_available())
-        if config.gpu == "true" and not gpu_available():
-            raise HarnessError("gpu=true but faiss has no GPU support or sees no GPU")
         d = cache.dim
         if config.kind == "flat":
-            if use_gpu:
-                index, keep = _gpu_flat_shards(cache, progress)
-                built = cls(index, cache, config, on_gpu=True)
-                built.keep = keep
-                return built
+            devices = flat_devices(config)
+            if devices:
+                return cls._torch_flat(cache, config, devices, progress)
             if 4 * d * len(cache) > FLAT_RAM_SHARE * physical_memory():
                 return cls(MappedFlatIP(cache), cache, config)
             index = faiss.IndexFlatIP(d)
@@ -267,16 +269,45 @@ class DenseIndex:
                 tmp = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
                 faiss.write_index(index, str(tmp))
                 os.replace(tmp, saved)
-        on_gpu = False
-        if config.kind == "ivfpq" and use_gpu:
-            resources = faiss.StandardGpuResources()
-            options = faiss.GpuClonerOptions()
-            options.useFloat16LookupTables = True
-            index = faiss.index_cpu_to_gpu(resources, 0, index, options)
-            on_gpu = True
-        built = cls(index, cache, config, on_gpu=on_gpu)
+        built = cls(index, cache, config)
         built.phi = phi
+        if config.kind == "ivfpq":
+            built._ivfpq_to_gpu(config)
         return built
+
+    @classmethod
+    def _torch_flat(cls, cache: EmbeddingCache, config: IndexConfig, devices: list[str], progress: bool) -> DenseIndex:
+        from harness_builtins.dense.gpu_flat import SEARCH_PRECISION, TorchFlatIP
+
+        with progress_bar(total=len(cache), desc="dense index (gpu)", unit="vec", enabled=progress) as bar:
+            index = TorchFlatIP.from_shards(cache.shards, cache.dim, len(cache), devices, on_rows=bar.update)
+        built = cls(index, cache, config, on_gpu=True)
+        built.compute = {"search_device": devices[0].split(":")[0], "search_devices": len(devices),
+                         "search_precision": SEARCH_PRECISION, "index_bytes": index.memory_bytes()}
+        return built
+
+    def _ivfpq_to_gpu(self, config: IndexConfig) -> None:
+        """Move an IVF-PQ index to GPU 0 when faiss can (``gpu`` auto or true); the CPU index stays
+        for k above faiss's GPU limit."""
+        import faiss
+
+        if config.gpu == "false":
+            return
+        if not gpu_available():
+            if config.gpu == "true":
+                raise HarnessError("gpu=true but this faiss build has no GPU support or sees no GPU (ivfpq)")
+            if gpu_device_visible():
+                _warn_once("ivfpq", "a GPU is visible but this faiss build has no GPU support: the ivfpq index "
+                                    "searches on CPU (README: GPU search)")
+            return
+        resources = faiss.StandardGpuResources()
+        options = faiss.GpuClonerOptions()
+        options.useFloat16LookupTables = True
+        self.cpu_index = self.index
+        self.index = faiss.index_cpu_to_gpu(resources, 0, self.index, options)
+        self.keep.append(resources)
+        self.on_gpu = True
+        self.compute = {"search_device": "cuda", "search_devices": 1, "search_precision": "fp16-lookup-tables"}
 
     @staticmethod
     def _new_trained(config: IndexConfig, cache: EmbeddingCache, d: int) -> Any:
@@ -310,14 +341,17 @@ class DenseIndex:
         if self.config.kind == "hnsw":
             self.index.hnsw.efSearch = max(self.config.hnsw_ef_search, k)
         elif self.config.kind == "ivfpq":
-            self.index.nprobe = self.config.ivf_nprobe
+            for index in (self.index, self.cpu_index):
+                if index is not None:
+                    index.nprobe = self.config.ivf_nprobe
         if self.phi is not None:
             lifted = np.hstack([queries, np.zeros((len(queries), 1), np.float32)])
             distances, rows = self.index.search(lifted, k)
             norms = np.einsum("ij,ij->i", queries, queries)[:, None]
             scores = np.where(rows >= 0, (norms + self.phi - distances) / 2, -np.inf).astype(np.float32)
         else:
-            scores, rows = self.index.search(queries, k)
+            index = self.cpu_index if self.cpu_index is not None and k > FAISS_GPU_MAX_K else self.index
+            scores, rows = index.search(queries, k)
         return scores, rows.astype(np.int64, copy=False)
 
     def passage_ids(self, rows: np.ndarray) -> list[str]:

@@ -13,8 +13,9 @@ is the starting one).
 (shard ``s`` belongs to rank ``s mod world``) and holds only those in memory (on its GPU when it
 has one). A search all-gathers the question vectors of every rank, each rank scores them against
 its slice, the per-rank top ``k`` are all-gathered and merged: every rank gets the same top ``k``
-one process holding the whole index would (on CPU exactly, ties broken by the lower row; on GPU
-``torch.topk`` may order exact ties differently). Vectors of retrieved rows are read from the
+one process holding the whole index would (by float32 scores, ties broken by the lower row; on a
+GPU each rank's slice is the dense engine's exact flat index,
+:class:`~harness_builtins.dense.gpu_flat.TorchFlatIP`). Vectors of retrieved rows are read from the
 memory-mapped cache, which every rank can open.
 
 **The loss module** (:func:`in_loop_loss`) encodes the batch's questions, searches the index with
@@ -170,7 +171,9 @@ class InLoopIndex:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.cache: EmbeddingCache | None = None
         self._first: Path | None = None
-        self._slice: list[tuple[int, Any]] = []  # (first row, vectors) per held shard
+        self._slice: list[tuple[int, Any]] = []  # (first row, vectors) per held shard (CPU)
+        self._flat: Any = None  # on a GPU: this rank's rows as one exact flat index
+        self._global = np.zeros(0, np.int64)  # its row -> the cache's row
         #: One record per (re-)embedding: step, cache key, seconds, passages per second, reused.
         self.builds: list[dict[str, Any]] = []
 
@@ -208,16 +211,23 @@ class InLoopIndex:
             shutil.rmtree(previous, ignore_errors=True)  # a mid-training index nothing else uses
 
     def _hold(self, cache: EmbeddingCache) -> None:
-        """Search ``cache``: this rank's shards in memory (on the GPU when there is one)."""
+        """Search ``cache``: this rank's shards in memory; on a GPU as the dense engine's exact
+        flat index (:class:`~harness_builtins.dense.gpu_flat.TorchFlatIP`, float32 scores)."""
         from harness_builtins.dense.distributed import shard_owner
+        from harness_builtins.dense.gpu_flat import TorchFlatIP
 
         rank, world = _group()
-        on_gpu = self.device.startswith("cuda")
-        self.cache, self._slice = cache, []
-        for s, shard in enumerate(cache.shards):
-            if shard_owner(s, world) == rank:
-                vectors = torch.from_numpy(np.ascontiguousarray(shard, dtype=np.float16 if on_gpu else np.float32))
-                self._slice.append((s * cache.shard_size, vectors.to(self.device)))
+        owned = [s for s in range(len(cache.shards)) if shard_owner(s, world) == rank]
+        self.cache, self._slice, self._flat = cache, [], None
+        if self.device.startswith("cuda"):
+            self._flat = TorchFlatIP.from_shards([cache.shards[s] for s in owned], cache.dim,
+                                                 sum(len(cache.shards[s]) for s in owned), [self.device])
+            self._global = np.concatenate([np.arange(s * cache.shard_size, s * cache.shard_size + len(cache.shards[s]))
+                                           for s in owned] or [np.zeros(0, np.int64)])
+            return
+        for s in owned:
+            vectors = torch.from_numpy(np.ascontiguousarray(cache.shards[s], dtype=np.float32))
+            self._slice.append((s * cache.shard_size, vectors.to(self.device)))
 
     def state(self) -> dict[str, Any]:
         """What a resumed run needs to search the same index: the current and the starting
@@ -250,6 +260,10 @@ class InLoopIndex:
 
     def _local_top(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The top ``k`` of this rank's slice for ``queries`` (``[Q, d]``)."""
+        if self._flat is not None:
+            scores, local = self._flat.search(queries.float().cpu().numpy(), k)
+            rows = np.where(local >= 0, self._global[local.clip(min=0)], -1)
+            return torch.from_numpy(scores), torch.from_numpy(rows)
         q = queries.to(self.device)
         best_s = torch.full((q.shape[0], 0), -float("inf"), device=self.device)
         best_r = torch.full((q.shape[0], 0), -1, dtype=torch.long, device=self.device)

@@ -1,0 +1,265 @@
+"""Exact inner-product search on GPUs with torch: the ``flat`` index when a GPU is visible.
+
+Why torch and not faiss: PyPI's faiss GPU wheels are built for one CUDA major version, bring
+their own copies of cuBLAS (hundreds of MB) and install the same ``faiss`` package as the
+``faiss-cpu`` dependency, so which build wins depends on install order. torch with CUDA is already
+there wherever a dense encoder runs on a GPU, and a flat search is one matrix product and a
+selection. No extra install, no limit on ``k`` (faiss's GPU k-selection stops at 2048).
+
+**Layout.** The vectors stay float16, as in the embedding cache (21M x 768 = 30 GiB). Rows are
+split into contiguous ranges, one per device (row numbers are the cache's). Each device's
+tensor is allocated once at its final size and filled shard by shard through one pinned host
+buffer, so building peaks at the final size plus one staging buffer on the host.
+
+**Scores.** A float32 query ``q`` is split into two float16 parts, ``hi = fp16(q)`` and
+``lo = fp16(q - hi)``; every product of float16 numbers is exact in float32, and tensor cores
+accumulate in float32, so ``hi . p + lo . p`` (two float16 GEMMs with float32 output) equals the
+float32 score ``q . p`` to about 2^-22 of ``|q| |p|`` (where a float16 query alone, as faiss's
+``useFloat16`` search does, is off by about 2^-11). The best ``k + margin`` candidates of each
+query are then re-scored in float32 (``q`` against the float16 row widened to float32, no TF32:
+the arithmetic of the CPU ``IndexFlatIP`` search) and ordered by that score, ties by the lower row.
+
+**Selection.** ``torch.topk`` over 21M columns is the slow part of a naive version (it reads the
+scores several times). Each chunk of scores is cut into groups of :data:`GROUP` columns; the top
+``m`` elements of a row lie in its ``m`` groups with the largest maxima (a group outside them has
+a maximum no larger than the ``m``-th largest group maximum, hence no element above the ``m``-th
+element), so one pass computes the group maxima, ``topk`` selects ``m`` groups, and ``topk`` over
+their ``m x GROUP`` elements gives the chunk's top ``m``. Ties at the cut are decided by the
+final float32 re-scoring only among the candidates; exact ties beyond ``k + margin`` are not
+looked at.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from harness.errors import HarnessError
+
+#: Columns per group of the two-pass selection.
+GROUP = 32
+#: Extra candidates re-scored in float32 beyond ``k`` (at least this many, or k/8).
+MARGIN = 16
+#: Bytes of float32 scores one chunk may hold on a device (two [queries, rows] buffers).
+SCORE_BYTES = 8 << 30
+#: Queries searched together (a block's scores are computed chunk by chunk).
+QUERY_BLOCK = 4096
+#: Rows of the host staging buffer used while building (float16).
+STAGING_ROWS = 131_072
+
+SEARCH_PRECISION = "fp16x2-fp32-rescored"
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def cuda_devices() -> list[str]:
+    """Every visible CUDA device as ``cuda:N`` (none without torch's CUDA)."""
+    torch = _torch()
+    if not torch.cuda.is_available():
+        return []
+    return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+class _NoTF32:
+    """Float32 matrix products in full float32 inside the block (restored after)."""
+
+    _lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        torch = _torch()
+        self._lock.acquire()
+        self._saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+
+    def __exit__(self, *exc: Any) -> None:
+        torch = _torch()
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = self._saved
+        self._lock.release()
+
+
+def split_queries(queries):
+    """``(hi, lo)`` float16 parts of float32 ``queries`` with ``hi + lo`` ~ ``queries``."""
+    torch = _torch()
+    hi = queries.to(torch.float16)
+    lo = (queries - hi.float()).to(torch.float16)
+    return hi, lo
+
+
+def split_scores(hi, lo, block):
+    """float32 ``[Q, R]`` scores of the split queries against float16 rows ``block``."""
+    torch = _torch()
+    if block.is_cuda:
+        scores = torch.mm(hi, block.T, out_dtype=torch.float32)
+        return torch.addmm(scores, lo, block.T, out_dtype=torch.float32)
+    # CPU (tests): the same function in float32 arithmetic.
+    wide = block.float()
+    return hi.float() @ wide.T + lo.float() @ wide.T
+
+
+def chunk_top(scores, m: int, group: int = GROUP):
+    """``(values, columns)`` of the top ``m`` of each row of float32 ``scores`` (``[Q, R]``),
+    through group maxima (see the module notes); fewer when ``R < m``."""
+    torch = _torch()
+    q, r = scores.shape
+    m = min(m, r)
+    if r <= 4 * group or m * group >= r:
+        return torch.topk(scores, m, dim=1)
+    groups = -(-r // group)
+    if groups * group != r:
+        padded = scores.new_full((q, groups * group), -math.inf)
+        padded[:, :r] = scores
+        scores = padded
+    maxima = scores.view(q, groups, group).amax(dim=2)
+    chosen = torch.topk(maxima, min(m, groups), dim=1).indices
+    columns = (chosen.unsqueeze(2) * group + torch.arange(group, device=scores.device)).reshape(q, -1)
+    values = scores.gather(1, columns)
+    top = torch.topk(values, m, dim=1)
+    return top.values, columns.gather(1, top.indices)
+
+
+#: Bytes of gathered candidate vectors (float16 plus their float32 copy) re-scored at once.
+RESCORE_BYTES = 1 << 30
+
+
+def rescore(queries, vectors, rows):
+    """float32 scores of ``queries`` (``[Q, d]`` float32) against the rows ``rows`` (``[Q, c]``)
+    of float16 ``vectors``, computed in float32 without TF32 (a block of queries at a time)."""
+    torch = _torch()
+    q, c = rows.shape
+    step = max(1, RESCORE_BYTES // (6 * max(1, c) * vectors.shape[1]))
+    out = []
+    with _NoTF32():
+        for start in range(0, q, step):
+            picked = vectors[rows[start : start + step].clamp(min=0)].float()  # [q, c, d]
+            out.append(torch.bmm(picked, queries[start : start + step].unsqueeze(2)).squeeze(2))
+    scores = torch.cat(out) if out else queries.new_zeros((0, c))
+    return scores.masked_fill(rows < 0, -math.inf)
+
+
+def order_exact(scores, rows, k: int):
+    """The best ``k`` of each row by score, ties by the lower row (``rows`` -1 last)."""
+    torch = _torch()
+    key_rows = torch.where(rows < 0, torch.iinfo(torch.int64).max, rows)
+    by_row = torch.argsort(key_rows, dim=1, stable=True)
+    scores, rows = scores.gather(1, by_row), rows.gather(1, by_row)
+    by_score = torch.argsort(scores, dim=1, descending=True, stable=True)[:, :k]
+    return scores.gather(1, by_score), rows.gather(1, by_score)
+
+
+class _DeviceSlice:
+    """Rows ``[first, first + n)`` of the index, float16 on one device."""
+
+    def __init__(self, device: str, first: int, n: int, dim: int):
+        torch = _torch()
+        self.device, self.first, self.n = device, first, n
+        self.vectors = torch.empty((n, dim), dtype=torch.float16, device=device)
+
+    def candidates(self, queries, m: int, rows_per_chunk: int):
+        """``(scores, rows)`` float32/int64 on the device: this slice's top ``m`` per query by the
+        split-float16 scores, re-scored in float32."""
+        torch = _torch()
+        q32 = queries.to(self.device)
+        hi, lo = split_queries(q32)
+        best_v, best_c = [], []
+        for start in range(0, self.n, rows_per_chunk):
+            block = self.vectors[start : start + rows_per_chunk]
+            values, columns = chunk_top(split_scores(hi, lo, block), m)
+            best_v.append(values)
+            best_c.append(columns + start)
+        values, columns = torch.cat(best_v, 1), torch.cat(best_c, 1)
+        if values.shape[1] > m:
+            top = torch.topk(values, m, dim=1)
+            columns = columns.gather(1, top.indices)
+        return rescore(q32, self.vectors, columns), columns + self.first
+
+
+class TorchFlatIP:
+    """Exact inner-product search over float16 vectors on one or more torch devices.
+
+    Quacks like the faiss index :class:`~harness_builtins.dense.index.DenseIndex` needs
+    (``ntotal``, ``d``, ``search``)."""
+
+    def __init__(self, dim: int, count: int, devices: list[str]):
+        if not devices:
+            raise HarnessError("the GPU flat index needs at least one device")
+        self.d, self.ntotal, self.devices = dim, count, list(devices)
+        bounds = [count * i // len(devices) for i in range(len(devices) + 1)]
+        self.slices = [_DeviceSlice(dev, bounds[i], bounds[i + 1] - bounds[i], dim) for i, dev in enumerate(devices)]
+
+    @classmethod
+    def from_shards(cls, shards: Iterable[np.ndarray], dim: int, count: int, devices: list[str],
+                    on_rows: Callable[[int], None] | None = None) -> TorchFlatIP:
+        """Fill an index from float16 row blocks in order (the cache's memory-mapped shards)."""
+        torch = _torch()
+        index = cls(dim, count, devices)
+        pinned = any(dev.startswith("cuda") for dev in devices)
+        staging = torch.empty((STAGING_ROWS, dim), dtype=torch.float16, pin_memory=pinned)
+        row = 0
+        for shard in shards:
+            for start in range(0, len(shard), STAGING_ROWS):
+                piece = shard[start : start + STAGING_ROWS]
+                n = len(piece)
+                if row + n > count:
+                    raise HarnessError(f"the embeddings hold more than the {count} rows they declare")
+                staging.numpy()[:n] = piece  # straight from the memory map into pinned memory
+                index._place(row, staging[:n])
+                row += n
+                if on_rows is not None:
+                    on_rows(n)
+        if row != count:
+            raise HarnessError(f"the embeddings hold {row} rows, expected {count}")
+        return index
+
+    def _place(self, row: int, block) -> None:
+        """Copy ``block`` (host, pinned) to the devices holding rows ``row..``; waits for the copies
+        (the staging buffer is reused right after)."""
+        torch = _torch()
+        taken = 0
+        for piece in self.slices:
+            lo, hi = max(row, piece.first), min(row + len(block), piece.first + piece.n)
+            if lo < hi:
+                piece.vectors[lo - piece.first : hi - piece.first].copy_(block[lo - row : hi - row], non_blocking=True)
+                taken += hi - lo
+        for dev in self.devices:
+            if dev.startswith("cuda"):
+                torch.cuda.synchronize(dev)
+
+    def memory_bytes(self) -> int:
+        return sum(s.vectors.numel() * s.vectors.element_size() for s in self.slices)
+
+    def _rows_per_chunk(self, queries: int) -> int:
+        rows = max(GROUP, SCORE_BYTES // (8 * max(1, queries)))
+        return rows - rows % GROUP
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, rows)`` ``[Q, min(k, ntotal)]``: float32 scores, best first, ties by row."""
+        torch = _torch()
+        k = min(int(k), self.ntotal)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if k == 0 or len(queries) == 0:
+            return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
+        m = k + max(MARGIN, k // 8)
+        out_s = np.empty((len(queries), k), np.float32)
+        out_r = np.empty((len(queries), k), np.int64)
+        with ThreadPoolExecutor(len(self.slices)) as pool:
+            for start in range(0, len(queries), QUERY_BLOCK):
+                block = torch.from_numpy(queries[start : start + QUERY_BLOCK])
+                chunk = self._rows_per_chunk(len(block))
+                found = list(pool.map(lambda s: s.candidates(block, min(m, s.n), chunk), [s for s in self.slices if s.n]))
+                home = found[0][0].device
+                scores = torch.cat([f[0].to(home) for f in found], 1)
+                rows = torch.cat([f[1].to(home) for f in found], 1)
+                scores, rows = (t.cpu() for t in order_exact(scores, rows, k))
+                out_s[start : start + len(block)] = scores.numpy()
+                out_r[start : start + len(block)] = rows.numpy()
+        return out_s, out_r
