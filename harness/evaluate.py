@@ -337,6 +337,7 @@ def evaluate_retriever(
             )
     with timer.stage("score"):
         ranks = score_suite(suite, rankings, retriever_name=name)
+    computed = compute_record(retriever, reranker.reranker if reranker is not None else None)
     result = build_result(
         suite,
         retriever={"name": name, "plugin": plugin, "parameters": dict(retriever.parameters())},
@@ -345,10 +346,26 @@ def evaluate_retriever(
         depth=depth,
         metrics=metrics,
         timings=timer.seconds,
-        extra=extra,
+        extra={"compute": computed, **(dict(extra) if extra else {})},
         reranker=reranker.record() if reranker is not None else None,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)
+
+
+def compute_record(retriever: Any, reranker: Any = None) -> dict[str, Any]:
+    """The result's ``compute`` block: the process group's size (``torchrun``'s ``WORLD_SIZE``)
+    and what the stages say of how they computed (:class:`harness.api.ReportsCompute`)."""
+    from harness.api import ReportsCompute
+
+    try:
+        world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        world = 1
+    record: dict[str, Any] = {"world_size": world}
+    for key, stage in (("retriever", retriever), ("reranker", reranker)):
+        if stage is not None and isinstance(stage, ReportsCompute):
+            record[key] = dict(stage.compute())
+    return record
 
 
 def _corpus_record(suite: Suite) -> dict[str, Any]:

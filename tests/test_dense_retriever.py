@@ -121,6 +121,36 @@ def test_search_ranks_by_inner_product_of_the_encoders_vectors(tiny_models, tmp_
     assert retriever.search([], 3, context(tmp_path)) == []
 
 
+def test_results_record_how_the_dense_run_computed(tiny_models, tmp_path, monkeypatch):
+    from harness.evaluate import evaluate_retriever
+    from harness.results.schema import validate
+    from harness_builtins.dense import gpu_flat
+    from harness_builtins.dense.retriever import build_retriever
+
+    retriever = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question),
+                                passage_model=str(tiny_models.dpr_ctx), device="cpu", precision="fp32")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    result = evaluate_retriever(retriever, tiny_suite(), name="dpr-nq", plugin="dense", k=[1, 5],
+                                context=context(tmp_path)).result
+    validate(result, source="r.json")
+    assert result["compute"] == {"world_size": 1, "retriever": {
+        "encode_device": "cpu", "encode_precision": "fp32", "search_device": "cpu", "search_devices": 1,
+        "search_precision": "fp32", "embedding_bytes": 7 * retriever.dense_index.dim * 2}}
+    assert result["machine"]["accelerators"] == []
+    # the GPU flat index on two (CPU-simulated) devices says so, with its bytes
+    monkeypatch.setattr(gpu_flat, "cuda_devices", lambda: ["cpu", "cpu"])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    again = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question),
+                            passage_model=str(tiny_models.dpr_ctx), device="cpu", precision="fp32")
+    result = evaluate_retriever(again, tiny_suite(), name="dpr-nq", plugin="dense", k=[1, 5],
+                                context=context(tmp_path)).result
+    compute = result["compute"]
+    assert compute["world_size"] == 2 and compute["retriever"]["search_devices"] == 2
+    assert compute["retriever"]["search_precision"] == gpu_flat.SEARCH_PRECISION
+    assert compute["retriever"]["index_bytes"] == 7 * again.dense_index.dim * 2
+    assert result["retriever"]["parameters"] == retriever.parameters()  # not part of the identity
+
+
 def test_parameters_record_what_changes_the_ranking(tiny_models):
     from harness_builtins.dense.retriever import build_retriever
 

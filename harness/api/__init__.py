@@ -22,7 +22,16 @@ from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerpri
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.published import PublishedRow, PublishedTable
-from harness.api.retrievers import MAX_K, Hit, PartAwareRetriever, Ranking, Retriever, RetrieverSpec, RunContext
+from harness.api.retrievers import (
+    MAX_K,
+    Hit,
+    PartAwareRetriever,
+    Ranking,
+    ReportsCompute,
+    Retriever,
+    RetrieverSpec,
+    RunContext,
+)
 from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 from harness.api.training import (
@@ -68,6 +77,7 @@ __all__ = [
     "PublishedTable",
     "Question",
     "PartAwareRetriever",
+    "ReportsCompute",
     "Ranking",
     "Retriever",
     "RetrieverSpec",

@@ -67,6 +67,18 @@ class PartAwareRetriever(Retriever, Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsCompute(Protocol):
+    """A retriever or re-ranker that says how it computed: ``compute()`` returns a JSON object of
+    facts that do not change the ranking but decide what a number cost and how it was rounded
+    (device kind and count, precision of encoding, search and scores, index bytes). The harness
+    calls it after the run and records it in the result's ``compute`` block, beside the world
+    size; it is not part of the configuration's identity."""
+
+    def compute(self) -> Mapping[str, Any]:
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetrieverSpec:
     """A retriever a plugin offers. ``load(**options)`` returns a :class:`Retriever`.

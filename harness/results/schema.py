@@ -18,6 +18,7 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
       "timings": {stage: seconds},
       "versions": {"harness", "python", "plugins": {...}, "packages": {...}},
       "machine": {...}
+      "compute": {"world_size", "retriever": {...}, "reranker": {...}}   # optional: how it ran
     }
 
 Everything in ``metrics`` is derived from ``first_hit_ranks``; readers that need another k up to
@@ -269,6 +270,7 @@ def validate(data: Any, *, source: object) -> None:
     need(_text(retriever["name"]), "'retriever.name' must be a non-empty string")
     need(isinstance(retriever.get("plugin", ""), str), "'retriever.plugin' must be a string")
     need(isinstance(retriever["parameters"], dict), "'retriever.parameters' must be a JSON object")
+    need(isinstance(data.get("compute", {}), dict), "'compute' must be a JSON object")
     depth = data["depth"]
     need(1 <= depth <= MAX_K, f"'depth' must be from 1 to {MAX_K}")
     if "reranker" in data:

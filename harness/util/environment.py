@@ -47,4 +47,20 @@ def machine() -> dict[str, object]:
         info["memory_bytes"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         info["memory_bytes"] = None
+    info["accelerators"] = accelerators()
     return info
+
+
+def accelerators() -> list[dict[str, object]]:
+    """The CUDA devices torch sees, by name and count (empty when torch was not loaded by the run
+    or sees none: nothing is imported for this)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return []
+        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # a broken driver must not stop a result from being written
+        return []
+    return [{"name": name, "count": names.count(name)} for name in dict.fromkeys(names)]

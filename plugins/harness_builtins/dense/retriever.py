@@ -70,6 +70,20 @@ class DenseRetriever:
             params = encoder_parameters(self.encoder)
         return {**params, "similarity": "inner_product", **self.index_config.parameters()}
 
+    def compute(self) -> dict[str, Any]:
+        """How the run computed (the result's ``compute`` block): the passage encoder's device and
+        precision, the index's search device, count and score precision, and its bytes."""
+        passage = sides(self.encoder)[1] if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)) else self.encoder
+        record: dict[str, Any] = {}
+        for key in ("device", "precision"):
+            value = getattr(passage, f"_{key}", None)  # resolved when the encoder ran; None if it never did
+            if isinstance(value, str):
+                record[f"encode_{key}"] = value
+        if self.dense_index is not None:
+            record.update(self.dense_index.compute)
+            record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))
+        return record
+
     def index(self, corpus: Corpus, context: RunContext) -> None:
         """Embed ``corpus`` (or reuse its cached embeddings) and build the faiss index; an index
         handed over with :meth:`use_index` for this corpus is kept."""
