@@ -1,12 +1,17 @@
 """UPR with a tiny T5 built here and loaded like a hub id: scores equal a log-likelihood computed by
 hand from the model's logits, batching and order do not change them, ties keep first-stage order,
-the disk cache returns identical scores and is never shared across models or prompts, and a
-re-ranked BM25 run on the demo suite reaches the leaderboard as a chain."""
+the disk cache returns identical scores and is never shared across models or prompts (and several
+processes re-ranking into one cache get a single process's scores), several model replicas score
+exactly as one, in order, the device option is checked, and a re-ranked BM25 run on the demo suite
+reaches the leaderboard as a chain recording the scores' precision (and its compute block the devices)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -137,14 +142,15 @@ def test_an_interrupted_reranking_resumes_from_the_cache(tmp_path, t5_dir):
     context = RunContext(cache_dir=tmp_path, progress=False)
     questions = [QUESTION, "who planted the oak", "what is salt"]
     broken = upr(t5_dir)
-    real = broken.score
+    real = broken.score_each
 
-    def interrupted(question, passages):
-        if question == questions[2]:
-            raise KeyboardInterrupt
-        return real(question, passages)
+    def interrupted(items):
+        for (question, _), scores in zip(items, real(items)):
+            if question == questions[2]:
+                raise KeyboardInterrupt
+            yield scores
 
-    broken.score = interrupted
+    broken.score_each = interrupted
     with pytest.raises(KeyboardInterrupt):
         broken.rerank(questions, [candidates()] * 3, context)
     resumed = upr(t5_dir)
@@ -201,12 +207,184 @@ def test_bad_options_are_one_line_errors(t5_dir):
         ({"model": str(t5_dir), "question_target": "Q: {q}"}, "question_target must be text using exactly {question}"),
         ({"model": str(t5_dir), "passage_prompt": "{text"}, "passage_prompt: '{text' is not a valid template"),
         ({"model": ""}, "a model name or directory is required"),
+        ({"model": str(t5_dir), "device": "bogus"}, "device must be auto, cpu, cuda or cuda:N, got 'bogus'"),
+        ({"model": str(t5_dir), "device": 3}, "device must be auto, cpu, cuda or cuda:N, or a list of devices, got 3"),
+        ({"model": str(t5_dir), "device": []}, "device must be auto, cpu, cuda or cuda:N, or a list of devices"),
+        ({"model": str(t5_dir), "device": "cpu,auto"}, "device: a list must name single devices"),
+        ({"model": str(t5_dir), "device": "cpu,gpu"}, "device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
     ):
-        with pytest.raises(HarnessError, match=fragment):
+        with pytest.raises(HarnessError, match=fragment) as caught:
             registry.load("rerankers", "upr", options)
+        assert "\n" not in str(caught.value)
     missing = registry.load("rerankers", "upr", {"model": str(t5_dir.parent / "nope")}).value
     with pytest.raises(HarnessError, match="cannot load sequence-to-sequence model"):
         missing.score(QUESTION, PASSAGES[:1])
+
+
+def test_bad_gpu_devices_are_one_line_errors_without_a_gpu(t5_dir, monkeypatch):
+    import torch
+
+    from harness.errors import HarnessError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for device in ("cuda", "cuda:0", "cpu,cuda:1"):
+        with pytest.raises(HarnessError, match="was asked for but torch sees no GPU") as caught:
+            upr(t5_dir, device=device)
+        assert "\n" not in str(caught.value) and str(caught.value).startswith("device: ")
+    assert upr(t5_dir).devices == ["cpu"]
+
+
+def test_the_device_option_picks_gpus(monkeypatch):
+    """``auto`` and ``cuda``: every GPU torch sees; ``cuda:N``: that one; a list: those (with
+    torch told it sees four GPUs)."""
+    import torch
+
+    from harness.errors import HarnessError
+    from harness_builtins.rerank.models import resolve_devices
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    every = ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
+    assert resolve_devices("auto") == every and resolve_devices(None) == every and resolve_devices("cuda") == every
+    assert resolve_devices("cuda:2") == ["cuda:2"]
+    assert resolve_devices("cuda:3, cuda:1") == ["cuda:3", "cuda:1"] == resolve_devices(["cuda:3", "cuda:1"])
+    assert resolve_devices("cpu") == ["cpu"]
+    for device, fragment in (
+        ("cuda:4", "device: 'cuda:4' was asked for but torch sees 4 GPUs (cuda:0 to cuda:3)"),
+        ("cuda:0,cpu", "device: cannot mix devices of kinds cpu and cuda"),
+        ("cuda,cuda:1", "device: a list must name single devices"),
+    ):
+        with pytest.raises(HarnessError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+            resolve_devices(device)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert resolve_devices("auto") == ["cpu"]
+
+
+QUESTIONS = [QUESTION, "who planted the oak", "what is salt", "is a carrot orange", "how sour is a lemon"]
+
+
+def test_replicas_score_exactly_as_one_device_in_order(t5_dir, monkeypatch):
+    """Two (and three) CPU replicas, each batch scored by whichever replica is free: the scores of
+    every question equal one replica's bit for bit, in the passages' order, and each replica
+    scored some of the batches."""
+    import harness_builtins.rerank.upr as module
+
+    items = [(q, PASSAGES[n:] + PASSAGES[:n]) for n, q in enumerate(QUESTIONS)]
+    one = upr(t5_dir, device="cpu", batch_size=2)
+    expected = list(one.score_each(items))
+    assert len(expected) == len(items) and [len(e) for e in expected] == [len(PASSAGES)] * len(items)
+
+    real, used = module._score_batch, []
+
+    def spied(model, prepared, chunk):
+        used.append(id(model))
+        time.sleep(0.01)  # long enough that every replica takes batches
+        return real(model, prepared, chunk)
+
+    monkeypatch.setattr(module, "_score_batch", spied)
+    for device in ("cpu,cpu", ["cpu", "cpu", "cpu"]):
+        used.clear()
+        many = upr(t5_dir, device=device, batch_size=2)
+        assert list(many.score_each(items)) == expected
+        assert set(used) == {id(m) for m in many._models} and len(many._models) == len(many.devices)
+        assert many.score(QUESTION, PASSAGES) == expected[0]
+        assert many.counts == [len(items) * len(PASSAGES) + len(PASSAGES), 0]
+    reranked = upr(t5_dir, device="cpu,cpu", batch_size=2, cache=False).rerank(
+        QUESTIONS, [candidates(p) for _, p in items], RunContext(cache_dir=Path("unused"), progress=False))
+    assert [[h.score for h in hits] for hits in reranked] == expected
+
+
+def test_a_failing_replica_is_raised_and_every_replica_stops(t5_dir, monkeypatch):
+    import harness_builtins.rerank.upr as module
+
+    real, calls = module._score_batch, []
+
+    def failing(model, prepared, chunk):
+        calls.append(chunk)
+        if len(calls) == 3:
+            raise RuntimeError("out of memory on one replica")
+        return real(model, prepared, chunk)
+
+    monkeypatch.setattr(module, "_score_batch", failing)
+    many = upr(t5_dir, device="cpu,cpu", batch_size=1)
+    with pytest.raises(RuntimeError, match="out of memory on one replica"):
+        list(many.score_each([(q, PASSAGES) for q in QUESTIONS]))
+    assert not [t for t in threading.enumerate() if t.name.startswith("upr-replica-")]
+    assert len(calls) < len(QUESTIONS) * len(PASSAGES)  # the others stopped taking batches
+    monkeypatch.setattr(module, "_score_batch", real)
+    scored = many.score_each([(q, PASSAGES) for q in QUESTIONS])
+    next(scored)
+    scored.close()  # a consumer that stops early stops the replicas
+    assert not [t for t in threading.enumerate() if t.name.startswith("upr-replica-")]
+
+
+def test_the_parameters_record_precision_and_compute_the_devices(t5_dir):
+    from harness.evaluate import Second, compute_record
+
+    one = upr(t5_dir)
+    assert one.parameters()["precision"] == "fp32" and "devices" not in one.parameters()
+    assert one.compute() == {"score_device": "cpu", "score_devices": 1, "score_precision": "fp32"}
+    two = upr(t5_dir, device="cpu,cpu", precision="bf16")
+    record = Second(two, name="upr", plugin="rerank", depth=5).record()
+    assert record["parameters"]["precision"] == "bf16"
+    assert record["parameters"] == {**one.parameters(), "precision": "bf16"}  # one row whatever the devices
+    assert compute_record(object(), two)["reranker"] == {"score_device": "cpu", "score_devices": 2, "score_precision": "bf16"}
+    json.dumps(record)
+    assert two.cache_config() == upr(t5_dir, precision="bf16").cache_config()  # devices do not change scores
+
+
+def _rerank_into(cache_dir: str, model: str, questions: list, threads: int, start, results) -> None:
+    """Re-rank ``questions`` (each with its passages rotated) with UPR into ``cache_dir``, with as
+    many torch threads as the test (a float sum's rounding depends on how it is split)."""
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+        reranker = upr(model, batch_size=1)
+        context = RunContext(cache_dir=Path(cache_dir), progress=False)
+        start.wait()
+        for n, question in questions:
+            reranker.rerank([question], [candidates(PASSAGES[n:] + PASSAGES[:n], prefix=f"q{n}-")], context)
+        results.put(("ok", reranker.counts))
+    except BaseException as exc:  # reported to the test, which fails on it
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def test_several_processes_rerank_into_one_cache(tmp_path, t5_dir):
+    """Three processes re-rank overlapping questions into one cache at once: no error, every pair
+    stored once, and the cached scores are those of one process scoring everything without a cache
+    (batches of one passage, so a pair's score never depends on its batch)."""
+    import multiprocessing
+
+    import torch
+
+    numbered = list(enumerate(QUESTIONS))
+    shares = [numbered[0:3], numbered[1:4], numbered[2:5] + numbered[:1]]
+    ctx = multiprocessing.get_context("spawn")
+    start, results = ctx.Barrier(len(shares)), ctx.Queue()
+    cache_dir = tmp_path / "cache"
+    processes = [ctx.Process(target=_rerank_into, args=(str(cache_dir), str(t5_dir), share, torch.get_num_threads(), start, results))
+                 for share in shares]
+    for process in processes:
+        process.start()
+    reports = [results.get(timeout=600) for _ in processes]
+    for process in processes:
+        process.join(timeout=60)
+    assert all(kind == "ok" for kind, _ in reports), reports
+    assert sum(counts[0] + counts[1] for _, counts in reports) == sum(len(s) for s in shares) * len(PASSAGES)
+    (path,) = (cache_dir / "rerank" / "upr").glob("*.sqlite")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == len(QUESTIONS) * len(PASSAGES)
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+    context = RunContext(cache_dir=cache_dir, progress=False)
+    cands = [candidates(PASSAGES[n:] + PASSAGES[:n], prefix=f"q{n}-") for n, _ in numbered]
+    cached = upr(t5_dir, batch_size=1)
+    from_cache = cached.rerank(QUESTIONS, cands, context)
+    assert cached.counts == [0, len(QUESTIONS) * len(PASSAGES)]
+    fresh = upr(t5_dir, batch_size=1, cache=False).rerank(QUESTIONS, cands, context)
+    assert [[(h.passage_id, h.score) for h in hits] for hits in from_cache] == \
+        [[(h.passage_id, h.score) for h in hits] for hits in fresh]
 
 
 @pytest.mark.slow  # BM25 and a T5 over the whole demo suite: about 20 s
@@ -238,6 +416,7 @@ def _bm25_on_demo_reranked(tmp_path, t5_dir, capsys, main):
     assert reranker["name"] == "upr" and reranker["plugin"] == "rerank" and reranker["depth"] == 5
     assert reranker["parameters"]["model"].startswith("tiny-t5 (sha256:")
     assert reranker["parameters"]["precision"] == "fp32"
+    assert data["compute"]["reranker"] == {"score_device": "cpu", "score_devices": 1, "score_precision": "fp32"}
     board = tmp_path / "LB.md"
     assert main(["leaderboard", "--results-dir", str(results), "--output", str(board)]) == 0
     assert "| bm25 » upr(tiny-t5, top-5) " in board.read_text()

@@ -2,8 +2,9 @@
 
 - ``upr``: question likelihood under a sequence-to-sequence model (UPR, Sachan et al. 2022; ART's
   teacher): :mod:`~harness_builtins.rerank.upr`, whose public scorer is
-  :func:`~harness_builtins.rerank.upr.question_log_likelihoods`; scores are cached on disk
-  (:mod:`~harness_builtins.rerank.cache`).
+  :func:`~harness_builtins.rerank.upr.question_log_likelihoods`; it scores on every GPU torch
+  sees (one replica each) unless ``-R device=`` names one, and scores are cached on disk in a file
+  several processes and machines may share (:mod:`~harness_builtins.rerank.cache`).
 - ``late-interaction``: ``m^T [q; p; q*p; q-p]`` over a dual encoder's embeddings, from a
   checkpoint folder (:mod:`~harness_builtins.rerank.late_interaction`, which documents the format).
 - ``cross-encoder``: any sentence-transformers ``CrossEncoder`` by hub id or directory
@@ -33,7 +34,10 @@ UPR_OPTIONS = {
     "passage_prompt": "Passage: {title} {text}. Please write a question based on this passage.",
     "question_target": "Question: {question}",
     "cache": True,  # keep scores on disk under the cache folder
-    **RUNTIME_OPTIONS,
+    "batch_size": None,  # passages per forward pass and device: 32 on GPU, 16 on CPU
+    # auto: every GPU torch sees (one model replica each), else cpu | cuda: every GPU | cpu |
+    # cuda:N | a list such as cuda:0,cuda:2: one replica per entry
+    "device": "auto",
 }
 
 LATE_INTERACTION_OPTIONS = {"path": None, "batch_size": None, "device": "auto"}

@@ -11,16 +11,77 @@ from harness.util.models import ModelRef, directory_digest
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
+#: What a ``device`` option names: one device, or ``auto`` / ``cuda`` (decided at run time).
+DEVICE_HELP = "auto, cpu, cuda or cuda:N"
+
+
+def _checked_device(device: str, option: str = "device") -> str:
+    """``device`` when torch can use it (a known device type, a GPU index that exists); else a
+    one-line error naming ``option``."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise HarnessError(f"{option} must be {DEVICE_HELP}, got {device!r}") from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise HarnessError(f"{option}: {device!r} was asked for but torch sees no GPU")
+        count = torch.cuda.device_count()
+        if parsed.index is not None and parsed.index >= count:
+            seen = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+            raise HarnessError(f"{option}: {device!r} was asked for but torch sees {count} GPU{'s' if count != 1 else ''} ({seen})")
+    return device
+
+
 def resolve_device(device: Any) -> str:
-    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
+    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; anything else must name a device
+    torch can use (else a one-line error)."""
     import torch
 
     if device in (None, "", "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
-    device = str(device)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise HarnessError(f"device {device!r} was asked for but torch sees no GPU")
-    return device
+    if not isinstance(device, str):
+        raise HarnessError(f"device must be {DEVICE_HELP}, got {device!r}")
+    return _checked_device(device)
+
+
+def resolve_devices(device: Any, option: str = "device") -> list[str]:
+    """The devices a model is replicated on, one replica per entry.
+
+    ``auto``: every GPU torch sees (``cuda:0`` .. ``cuda:N-1``), else ``["cpu"]``; ``cuda``: every
+    GPU torch sees; ``cpu``, ``cuda:N`` (or another single device torch knows): that device alone;
+    a comma-separated text or a list of single devices (``cuda:0,cuda:2``): those, in that order
+    (a device named twice holds two replicas). Devices of different kinds cannot be mixed. Anything
+    else is a one-line error naming ``option``.
+    """
+    import torch
+
+    if device in (None, "", "auto"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        return [f"cuda:{i}" for i in range(count)] if count else ["cpu"]
+    if isinstance(device, str):
+        entries = [part.strip() for part in device.split(",")]
+    elif isinstance(device, (list, tuple)) and device and all(isinstance(part, str) for part in device):
+        entries = [part.strip() for part in device]
+    else:
+        raise HarnessError(f"{option} must be {DEVICE_HELP}, or a list of devices, got {device!r}")
+    if len(entries) == 1 and entries[0] == "cuda":
+        _checked_device("cuda", option)
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    for entry in entries:
+        if entry in ("", "auto", "cuda"):
+            raise HarnessError(f"{option}: a list must name single devices (cpu, cuda:N), got {device!r}")
+        _checked_device(entry, option)
+    kinds = sorted({torch.device(entry).type for entry in entries})
+    if len(kinds) > 1:
+        raise HarnessError(f"{option}: cannot mix devices of kinds {' and '.join(kinds)} ({device!r})")
+    return entries
+
+
+def device_kind(device: str) -> str:
+    """``cuda`` for ``cuda:1``, ``cpu`` for ``cpu``."""
+    return device.split(":", 1)[0]
 
 
 def resolve_precision(precision: Any, device: str) -> str:
@@ -57,4 +118,7 @@ def default_batch_size(value: Any, device: str) -> int:
     return positive_int("batch_size", value, 32 if device.startswith("cuda") else 16)
 
 
-__all__ = ["ModelRef", "directory_digest", "PRECISIONS", "resolve_device", "resolve_precision", "torch_dtype", "positive_int", "default_batch_size"]
+__all__ = [
+    "ModelRef", "directory_digest", "PRECISIONS", "DEVICE_HELP", "resolve_device", "resolve_devices", "device_kind",
+    "resolve_precision", "torch_dtype", "positive_int", "default_batch_size",
+]

@@ -18,14 +18,29 @@ under ``torch.inference_mode``, with the model in bf16 on GPU by default; the lo
 always taken in float32. Its scores equal a one-pair-at-a-time loop over the model's logits (up
 to float rounding across batch shapes).
 
+:func:`score_questions` scores several questions' passages with one model replica per device:
+the batches (each question's, formed exactly as :func:`question_log_likelihoods` forms them) go
+from one queue to one thread per replica (torch releases the GIL while its kernels run), and
+each question's scores are put back in its passages' order. Since a batch's content does not
+depend on the replica that scores it, the scores equal one replica's, bit for bit, on devices of
+one model; with one replica no thread is started.
+
 :class:`UprReranker` is the ``upr`` re-ranker: scores are cached on disk per configuration
 (:mod:`~harness_builtins.rerank.cache`), and the model is loaded only when a score is missing.
+Its ``device`` option: ``auto`` (every GPU torch sees, one replica each, else the CPU), ``cuda``
+(every GPU), ``cpu`` or ``cuda:N`` (that device alone), or a list (``cuda:0,cuda:2``, one replica
+per entry). Its recorded parameters include the precision its logits are computed in
+(``precision``: bf16 on GPU, fp32 on CPU unless set), the device kind (``device``) and the number
+of replicas (``devices``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +50,9 @@ from harness.errors import HarnessError
 from harness_builtins.rerank.models import (
     ModelRef,
     default_batch_size,
+    device_kind,
     positive_int,
-    resolve_device,
+    resolve_devices,
     resolve_precision,
     torch_dtype,
 )
@@ -85,6 +101,148 @@ def _decoder_inputs(model, labels):
     return shifted
 
 
+class _Prepared:
+    """One question's passages ready to score: the target's token ids (on the CPU), each passage
+    prompt's token ids, and the batches (lists of passage indices, shortest passages first)."""
+
+    __slots__ = ("target", "encoded", "batches", "pad")
+
+    def __init__(self, target, encoded: list[list[int]], batches: list[list[int]], pad: int):
+        self.target = target
+        self.encoded = encoded
+        self.batches = batches
+        self.pad = pad
+
+
+def _prepare(
+    tokenizer, question: str, passages: Sequence[tuple[str, str]], *, batch_size: int, max_passage_length: int,
+    max_question_length: int, question_mark: bool, passage_template: str, target_template: str,
+) -> _Prepared:
+    target = tokenizer(
+        question_target(question, question_mark=question_mark, template=target_template),
+        max_length=max_question_length, truncation=True, return_tensors="pt",
+    ).input_ids
+    if target.shape[1] == 0:
+        raise HarnessError(f"question {question!r} has no tokens to score")
+    prompts = [passage_prompt(title, text, passage_template) for title, text in passages]
+    encoded = tokenizer(prompts, max_length=max_passage_length, truncation=True)["input_ids"]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    return _Prepared(target, encoded, batches, pad)
+
+
+def _score_batch(model, prepared: _Prepared, chunk: Sequence[int]) -> list[float]:
+    """The summed target log-probabilities of the passages ``chunk`` (indices into
+    ``prepared.encoded``), in ``chunk``'s order, under ``model`` on its own device."""
+    import torch
+
+    device = next(model.parameters()).device
+    encoded = prepared.encoded
+    with torch.inference_mode():
+        target = prepared.target.to(device)
+        width = max(len(encoded[i]) for i in chunk)
+        ids = torch.full((len(chunk), width), prepared.pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for row, i in enumerate(chunk):
+            ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
+            mask[row, : len(encoded[i])] = 1
+        labels = target.expand(len(chunk), -1)
+        logits = model(
+            input_ids=ids.to(device), attention_mask=mask.to(device),
+            decoder_input_ids=_decoder_inputs(model, labels), use_cache=False,
+        ).logits.float()
+        # log_softmax gathered at the labels, without materialising the whole log_softmax
+        logprobs = logits.gather(2, labels.unsqueeze(2)).squeeze(2) - torch.logsumexp(logits, dim=-1)
+        return logprobs.sum(dim=1).tolist()
+
+
+def score_questions(
+    models: Sequence[Any],
+    tokenizer,
+    items: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+    *,
+    batch_size: int = 16,
+    max_passage_length: int = 512,
+    max_question_length: int = 128,
+    question_mark: bool = True,
+    passage_template: str = PASSAGE_PROMPT,
+    target_template: str = QUESTION_TARGET,
+) -> Iterator[list[float]]:
+    """Yields, for each ``(question, passages)`` of ``items`` in turn, the scores of
+    :func:`question_log_likelihoods` (in its passages' order), as soon as that question is done.
+
+    ``models`` are replicas of one model (in eval mode, each on its device, in one dtype). With one
+    replica the batches are scored in this thread. With several, every question's batches go,
+    in order, to one queue that a thread per replica takes batches from; a failure in a replica
+    is raised here, and closing the generator (or an exception while it waits) stops the threads
+    after the batches they hold. Every batch holds the same passages as with one replica.
+    """
+    if not models:
+        raise ValueError("score_questions needs at least one model")
+    options = dict(
+        batch_size=batch_size, max_passage_length=max_passage_length, max_question_length=max_question_length,
+        question_mark=question_mark, passage_template=passage_template, target_template=target_template,
+    )
+    prepared = [_prepare(tokenizer, question, passages, **options) if passages else None for question, passages in items]
+    results = [[math.nan] * len(passages) for _, passages in items]
+    if len(models) == 1:
+        for scores, ready in zip(results, prepared):
+            for chunk in ready.batches if ready is not None else ():
+                for row, value in zip(chunk, _score_batch(models[0], ready, chunk)):
+                    scores[row] = value
+            yield scores
+        return
+
+    queue = deque((j, chunk) for j, ready in enumerate(prepared) if ready is not None for chunk in ready.batches)
+    remaining = [len(ready.batches) if ready is not None else 0 for ready in prepared]
+    failures: list[BaseException] = []
+    stop = threading.Event()
+    done = threading.Condition()
+
+    def work(model) -> None:
+        import torch
+
+        device = next(model.parameters()).device
+        # the thread's current CUDA device is its replica's, for tensors made without a device
+        with torch.cuda.device(device) if device.type == "cuda" else nullcontext():
+            while True:
+                with done:
+                    if stop.is_set() or failures or not queue:
+                        return
+                    j, chunk = queue.popleft()
+                try:
+                    values = _score_batch(model, prepared[j], chunk)
+                except BaseException as exc:
+                    with done:
+                        failures.append(exc)
+                        done.notify_all()
+                    return
+                with done:
+                    for row, value in zip(chunk, values):
+                        results[j][row] = value
+                    remaining[j] -= 1
+                    if remaining[j] == 0:
+                        done.notify_all()
+
+    threads = [threading.Thread(target=work, args=(model,), name=f"upr-replica-{n}", daemon=True)
+               for n, model in enumerate(models)]
+    for thread in threads:
+        thread.start()
+    try:
+        for j in range(len(items)):
+            with done:
+                while remaining[j] and not failures:
+                    done.wait()
+                if failures:
+                    raise failures[0]
+            yield results[j]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
 def question_log_likelihoods(
     model,
     tokenizer,
@@ -106,40 +264,13 @@ def question_log_likelihoods(
     The target (:func:`question_target`) is tokenised once; passages are tokenised, sorted by
     length, and scored ``batch_size`` at a time, each batch padded to its longest passage.
     """
-    import torch
-
     if not passages:
         return []
-    device = next(model.parameters()).device
-    target = tokenizer(
-        question_target(question, question_mark=question_mark, template=target_template),
-        max_length=max_question_length, truncation=True, return_tensors="pt",
-    ).input_ids.to(device)
-    if target.shape[1] == 0:
-        raise HarnessError(f"question {question!r} has no tokens to score")
-    prompts = [passage_prompt(title, text, passage_template) for title, text in passages]
-    encoded = tokenizer(prompts, max_length=max_passage_length, truncation=True)["input_ids"]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    scores = [math.nan] * len(passages)
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            width = max(len(encoded[i]) for i in chunk)
-            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, i in enumerate(chunk):
-                ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
-                mask[row, : len(encoded[i])] = 1
-            labels = target.expand(len(chunk), -1)
-            logits = model(
-                input_ids=ids.to(device), attention_mask=mask.to(device),
-                decoder_input_ids=_decoder_inputs(model, labels), use_cache=False,
-            ).logits.float()
-            # log_softmax gathered at the labels, without materialising the whole log_softmax
-            logprobs = logits.gather(2, labels.unsqueeze(2)).squeeze(2) - torch.logsumexp(logits, dim=-1)
-            for row, value in zip(chunk, logprobs.sum(dim=1).tolist()):
-                scores[row] = value
+    (scores,) = score_questions(
+        [model], tokenizer, [(question, passages)], batch_size=batch_size, max_passage_length=max_passage_length,
+        max_question_length=max_question_length, question_mark=question_mark, passage_template=passage_template,
+        target_template=target_template,
+    )
     return scores
 
 
@@ -160,6 +291,19 @@ def load_seq2seq(ref: ModelRef, device: str, precision: str, *, who: str = "upr"
     return model, tokenizer
 
 
+def load_replicas(ref: ModelRef, devices: Sequence[str], precision: str, *, who: str = "upr"):
+    """``(models, tokenizer)``: one replica of ``ref`` per entry of ``devices`` (loaded once on the
+    CPU, then copied to each device), each as :func:`load_seq2seq` makes it."""
+    import copy
+
+    if len(devices) == 1:
+        model, tokenizer = load_seq2seq(ref, devices[0], precision, who=who)
+        return [model], tokenizer
+    model, tokenizer = load_seq2seq(ref, "cpu", precision, who=who)
+    replicas = [copy.deepcopy(model).to(device) for device in devices[1:]]
+    return [model.to(devices[0]), *replicas], tokenizer
+
+
 class UprReranker:
     """The ``upr`` re-ranker (options: see ``harness list rerankers`` and the plugin's docs)."""
 
@@ -176,10 +320,12 @@ class UprReranker:
         question_target: str = QUESTION_TARGET,
         cache: bool = True,
         batch_size: int | None = None,
-        device: str = "auto",
+        device: Any = "auto",
     ):
         self.ref = ModelRef(model, revision)
-        self.device = resolve_device(device)
+        #: One model replica per entry (``cuda:0`` .. ``cuda:N-1``, or ``cpu``).
+        self.devices = resolve_devices(device)
+        self.device = self.devices[0]
         self.precision = resolve_precision(precision, self.device)
         self.batch_size = default_batch_size(batch_size, self.device)
         self.max_passage_length = positive_int("max_passage_length", max_passage_length, 512)
@@ -191,12 +337,16 @@ class UprReranker:
         self.question_target = _template("question_target", question_target, ("question",))
         self.use_cache = cache
         self._model = None
+        self._models: list[Any] = []
         self._tokenizer = None
         self._caches: dict[Path, Any] = {}
         #: (pairs scored by the model, pairs read from the cache) so far.
         self.counts = [0, 0]
 
     def parameters(self) -> dict[str, Any]:
+        """The recorded settings: the scoring configuration and the precision the logits are
+        computed in (the log-softmax is float32 in every precision). Where they ran is in
+        :meth:`compute`: it does not change a score."""
         return {
             "model": self.ref.describe(),
             "precision": self.precision,
@@ -206,6 +356,12 @@ class UprReranker:
             "max_passage_length": self.max_passage_length,
             "max_question_length": self.max_question_length,
         }
+
+    def compute(self) -> dict[str, Any]:
+        """How the scores were computed (the result's ``compute`` block): device kind, replicas
+        and logit precision."""
+        return {"score_device": device_kind(self.device), "score_devices": len(self.devices),
+                "score_precision": self.precision}
 
     def cache_config(self) -> dict[str, Any]:
         """Everything a score depends on; the disk cache is keyed by it."""
@@ -222,8 +378,9 @@ class UprReranker:
 
     def _loaded(self):
         if self._model is None:
-            self._model, self._tokenizer = load_seq2seq(self.ref, self.device, self.precision)
-        return self._model, self._tokenizer
+            self._models, self._tokenizer = load_replicas(self.ref, self.devices, self.precision)
+            self._model = self._models[0]
+        return self._models, self._tokenizer
 
     def _cache(self, context):
         from harness_builtins.rerank.cache import ScoreCache
@@ -233,37 +390,53 @@ class UprReranker:
             self._caches[directory] = ScoreCache(directory, self.cache_config())
         return self._caches[directory]
 
-    def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
-        """Scores of ``(title, text)`` passages for ``question``, by the model (no cache)."""
-        model, tokenizer = self._loaded()
-        self.counts[0] += len(passages)
-        return question_log_likelihoods(
-            model, tokenizer, question, passages, batch_size=self.batch_size,
+    def score_each(self, items: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Iterator[list[float]]:
+        """Yields the scores of each ``(question, passages)`` of ``items`` (``(title, text)``
+        passages) in turn, by the model on every device (no cache): :func:`score_questions`."""
+        if not items:
+            return
+        models, tokenizer = self._loaded()
+        self.counts[0] += sum(len(passages) for _, passages in items)
+        yield from score_questions(
+            models, tokenizer, items, batch_size=self.batch_size,
             max_passage_length=self.max_passage_length, max_question_length=self.max_question_length,
             question_mark=self.question_mark, passage_template=self.passage_prompt, target_template=self.question_target,
         )
+
+    def score(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
+        """Scores of ``(title, text)`` passages for ``question``, by the model (no cache)."""
+        if not passages:
+            self._loaded()
+            return []
+        with closing(self.score_each([(question, passages)])) as scored:
+            return next(scored)
 
     def rerank(self, questions, candidates, context):
         from harness_builtins.rerank.cache import passage_digest
 
         cache = self._cache(context) if self.use_cache else None
-        out = []
-        for question, cands in zip(questions, candidates):
-            keys = [(c.passage_id, passage_digest(c.passage.title, c.passage.text)) for c in cands]
-            known = cache.get(question, keys) if cache is not None else {}
-            todo = [i for i, key in enumerate(keys) if key not in known]
-            self.counts[1] += len(keys) - len(todo)
-            if todo:
-                new = self.score(question, [(cands[i].passage.title, cands[i].passage.text) for i in todo])
-                bad = next((cands[i].passage_id for i, s in zip(todo, new) if not math.isfinite(s)), None)
+        keys = [[(c.passage_id, passage_digest(c.passage.title, c.passage.text)) for c in cands] for cands in candidates]
+        known = [cache.get(question, ks) if cache is not None else {} for question, ks in zip(questions, keys)]
+        todo = [[i for i, key in enumerate(ks) if key not in found] for ks, found in zip(keys, known)]
+        for ks, missing in zip(keys, todo):
+            self.counts[1] += len(ks) - len(missing)
+        pending = [j for j, missing in enumerate(todo) if missing]
+        items = [(questions[j], [(candidates[j][i].passage.title, candidates[j][i].passage.text) for i in todo[j]])
+                 for j in pending]
+        # the questions' batches are scored together (over every device); each question's scores
+        # are checked and committed to the cache as soon as they are all done
+        with closing(self.score_each(items)) as scored:
+            for j, new in zip(pending, scored):
+                question, cands = questions[j], candidates[j]
+                bad = next((cands[i].passage_id for i, s in zip(todo[j], new) if not math.isfinite(s)), None)
                 if bad is not None:
                     raise HarnessError(
                         f"upr: question {question!r}, passage {bad!r}: the model gave a non-finite likelihood "
                         f"(precision {self.precision}; T5 overflows in fp16, try -R precision=bf16 or fp32)"
                     )
-                scored = [(keys[i][0], keys[i][1], s) for i, s in zip(todo, new)]
+                rows = [(keys[j][i][0], keys[j][i][1], s) for i, s in zip(todo[j], new)]
                 if cache is not None:
-                    cache.put(question, scored)
-                known.update({(pid, digest): s for pid, digest, s in scored})
-            out.append([Hit(passage_id=c.passage_id, score=known[key]) for c, key in zip(cands, keys)])
-        return out
+                    cache.put(question, rows)
+                known[j].update({(pid, digest): s for pid, digest, s in rows})
+        return [[Hit(passage_id=c.passage_id, score=found[key]) for c, key in zip(cands, ks)]
+                for cands, ks, found in zip(candidates, keys, known)]
