@@ -48,3 +48,49 @@ def test_adapt_needs_both_sides(capsys):
     assert err.count("\n") == 1 and "adapt needs both" in err
     assert main(["run", "-r", "adapt", "-o", "query_encoder=minilm", "-o", "passage_encoder=no-such", "-s", "demo"]) == 2
     assert "neither a registered encoder" in capsys.readouterr().err
+
+
+def test_matrix_holds_one_passage_index_at_a_time(tiny_models, tmp_path, monkeypatch):  # noqa: F811
+    """Each passage side's index, the retrievers searching it and a passage-only encoder are gone
+    (unreachable after a garbage collection) before the next passage side's index is built."""
+    import gc
+    import weakref
+
+    from test_dense_retriever import tiny_suite
+
+    from harness_builtins.dense import matrix
+    from harness_builtins.dense.index import DenseIndex
+
+    built: list[weakref.ref] = []
+    passages: list[tuple[int, str, weakref.ref]] = []  # (column, model, encoder)
+    alive_at_build: list[list[str]] = []
+    original_build = DenseIndex.build
+    original_embed = matrix.embed_corpus
+
+    def build(cls, *args, **kwargs):
+        gc.collect()
+        alive_at_build.append([f"index {i}" for i, ref in enumerate(built) if ref() is not None]
+                              + [f"passage encoder {name}" for column, name, ref in passages
+                                 if column < len(built) and ref() is not None])
+        index = original_build(*args, **kwargs)
+        built.append(weakref.ref(index))
+        return index
+
+    def embed(encoder, *args, **kwargs):
+        if getattr(encoder, "role", None) == "passage":  # a passage-only side (DPR's context encoder)
+            passages.append((len(built), str(encoder.ref.name_or_path), weakref.ref(encoder)))
+        return original_embed(encoder, *args, **kwargs)
+
+    monkeypatch.setattr(DenseIndex, "build", classmethod(build))
+    monkeypatch.setattr(matrix, "embed_corpus", embed)
+    models = [
+        matrix.MatrixModel(label="dpr", encoder="dense",
+                           options={"query_model": str(tiny_models.dpr_question), "passage_model": str(tiny_models.dpr_ctx)}),
+        str(tiny_models.bert),
+        str(tiny_models.bert_other),
+    ]
+    result = matrix.encoder_matrix(models, tiny_suite(), k=(1,), cache_dir=tmp_path, show_progress=False,
+                                   options={"device": "cpu"})
+    assert all(result.accuracy[q, p] is not None for q in result.query_labels for p in result.passage_labels)
+    assert len(built) == 3
+    assert alive_at_build == [[], [], []]

@@ -17,6 +17,7 @@ from harness.evaluate import evaluate_retriever, make_context
 torch = pytest.importorskip("torch")
 
 from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
+from test_dense_models import tiny_models  # noqa: E402,F401  (the dense tests' tiny models)
 
 
 class PartEcho:
@@ -82,7 +83,7 @@ def test_specialised_trains_one_question_encoder_per_label_and_searches_each_par
     retriever.index(suite.corpus, context)
     questions = ["where was rin born?", "who founded acme?"]
     mixed = retriever.search_parts(questions, ["P19", "P17"], 5, context)
-    by_p19 = retriever.base.search_vectors(retriever.encoders["P19"].encode_queries(questions[:1]), 5)
+    by_p19 = retriever.base.search_vectors(retriever.encoder("P19").encode_queries(questions[:1]), 5)
     by_start = retriever.base.search_vectors(retriever.start.encode_queries(questions[1:]), 5)
     assert mixed == [by_p19[0], by_start[0]]
     assert retriever.counts == {"P19": 1, None: 1}
@@ -170,3 +171,67 @@ def test_a_broken_label_map_is_a_one_line_error(tmp_path):
     (tmp_path / "specialised.json").write_bytes(b"\xff\xfe")
     with pytest.raises(InputFileError, match=r"unreadable label map"):
         read_map(tmp_path)
+
+
+def test_specialised_keeps_one_passage_index_and_one_label_encoder_at_a_time(tiny_models, tmp_path, monkeypatch):  # noqa: F811
+    """The corpus is indexed once; a label's question encoder is released (unreachable after a
+    garbage collection) before the next label's is loaded."""
+    import gc
+    import shutil
+    import weakref
+
+    from test_dense_models import corpus_of
+    from test_dense_retriever import PASSAGES
+
+    from harness_builtins.dense.encoders import SentenceTransformerEncoder
+    from harness_builtins.dense.index import DenseIndex
+    from harness_builtins.dense.specialised import SpecialisedRetriever
+
+    out = tmp_path / "spec"
+    record = {"schema": "harness-training/1", "variant": "specialised", "format": "title_text",
+              "initial_model": "tiny", "data": [], "seed": 0}
+    for directory in (out, *(out / "labels" / label for label in "abc")):
+        shutil.copytree(tiny_models.st, directory / "model")
+        (directory / "harness_training.json").write_text(json.dumps(record))
+    (out / "specialised.json").write_text(json.dumps(
+        {"schema": "harness-specialised/1", "labels": {label: f"labels/{label}" for label in "abc"}}))
+
+    models: list[tuple[str, weakref.ref]] = []  # (label, or "start"; the loaded model)
+    labels_alive_at_load: list[list[str]] = []
+    indexes: list[weakref.ref] = []
+    original_load, original_build = SentenceTransformerEncoder.load, DenseIndex.build
+
+    def load(self):
+        fresh = self._model is None
+        if fresh:
+            gc.collect()
+            labels_alive_at_load.append([label for label, ref in models if label != "start" and ref() is not None])
+        original_load(self)
+        if fresh:
+            label = Path(self.ref.name_or_path).parent.name
+            models.append((label if label in "abc" else "start", weakref.ref(self._model)))
+
+    def build(cls, *args, **kwargs):
+        index = original_build(*args, **kwargs)
+        indexes.append(weakref.ref(index))
+        return index
+
+    monkeypatch.setattr(SentenceTransformerEncoder, "load", load)
+    monkeypatch.setattr(DenseIndex, "build", classmethod(build))
+    questions = [Question(id=f"q{i}", text=text, answers=(answer,)) for i, (text, answer) in enumerate(
+        [("What is the capital of France?", "Paris"), ("Where is Berlin?", "Germany"), ("What colour is a banana?", "yellow"),
+         ("What is salt made of?", "sodium chloride"), ("What is the highest mountain?", "Everest")])]
+    suite = Suite(name="tiny", corpus=corpus_of(PASSAGES), parts=(
+        Part(name="a", questions=tuple(questions[:2])), Part(name="b", questions=(questions[2],)),
+        Part(name="c", questions=(questions[3],)), Part(name="unlabelled", questions=(questions[4],))))
+    retriever = SpecialisedRetriever(path=str(out), device="cpu")
+    context = make_context(suite, cache_dir=tmp_path / "cache", show_progress=False)
+    for _ in range(2):  # a second evaluation reuses the index
+        evaluate_retriever(retriever, suite, name="specialised", plugin="dense", k=[1], context=context)
+    assert len(indexes) == 1
+    assert labels_alive_at_load == [[]] * len(models)
+    # the second evaluation's batch starts with c's questions, its encoder still loaded
+    assert [label for label, _ in models] == ["start", "a", "b", "c", "a", "b"]
+    gc.collect()
+    assert [label for label, ref in models if ref() is not None] == ["start", "b"]
+    assert retriever.counts == {"a": 4, "b": 2, "c": 2, None: 2}

@@ -121,6 +121,19 @@ class _MemoQueries:
         return self.encoder.encode_passages(passages)
 
 
+def release_memory() -> None:
+    """Free what is no longer referenced now: collect garbage (cycles included), then hand torch's
+    cached GPU blocks back to the device, so the next index or model (torch's or faiss's) can use
+    the memory of one just released."""
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 @dataclass
 class MatrixResult:
     """Macro top-k accuracy for every (question encoder, passage encoder) pair."""
@@ -171,7 +184,10 @@ def encoder_matrix(
 
     ``options`` (engine options such as ``device``, ``batch_size``, ``index``) apply to every model,
     under each model's own options. Each passage side encodes the corpus once (or reuses its
-    embedding cache) and builds one index, searched by every question side.
+    embedding cache) and builds one index, searched by every question side; that index and the
+    side's retriever are released before the next side's index is built, so one passage index is
+    in memory at a time (two float16 indexes of DPR's 21M Wikipedia passages, 30 GiB each, do
+    not fit one 80 GB GPU).
     """
     resolved = [resolve_model(m) for m in models]
     labels = [m.label for m in resolved]
@@ -191,18 +207,24 @@ def encoder_matrix(
     accuracy: dict[tuple[str, str], dict[int, float] | None] = {}
     results: dict[tuple[str, str], dict[str, Any]] = {}
     apply_threads(context.threads)
-    indexes: dict[tuple[str, str], DenseIndex] = {}
+    index_key: tuple[str, str] | None = None
+    index: DenseIndex | None = None
     for p_label in labels:
-        owner = retrievers[p_label]
+        # this passage side's retriever is released after its column (with its passage encoder,
+        # unless that is also a question side)
+        owner = retrievers.pop(p_label)
         passage = sides(owner.encoder)[1]
         t0 = time.perf_counter()
         key = (passage.identity(), repr(owner.index_config))
-        if key not in indexes:
-            indexes.clear()  # one passage index in memory at a time
+        if key != index_key:
+            # one passage index in memory at a time: the previous one (30 GiB for DPR's Wikipedia
+            # on a GPU) is released before the next is built
+            index = index_key = None
+            release_memory()
             cache = embed_corpus(passage, loaded_suite.corpus, Path(context.cache_dir) / CACHE_SUBDIR,
                                  shard_size=owner.shard_size, chunk_size=owner.chunk_size, progress=context.progress)
-            indexes[key] = DenseIndex.build(cache, owner.index_config, progress=context.progress)
-        index = indexes[key]
+            index, index_key = DenseIndex.build(cache, owner.index_config, progress=context.progress), key
+            del cache  # the index holds it
         timings[f"index:{p_label}"] = round(time.perf_counter() - t0, 4)
         for q_label in labels:
             query = query_sides[q_label]
@@ -221,12 +243,16 @@ def encoder_matrix(
                 pair, loaded_suite, name=name, plugin="dense", k=ks, metrics=metrics, context=context,
                 extra={"encoder_adaptation": {"query": q_label, "passage": p_label}},
             )
+            del pair  # it searches the index
             result = evaluation.result
             seconds = round(time.perf_counter() - t0, 4)
             timings[f"search:{q_label}x{p_label}"] = seconds
             result["timings"] = {"search": seconds, "index": timings[f"index:{p_label}"]}
             results[q_label, p_label] = result
             accuracy[q_label, p_label] = {kk: result["metrics"]["accuracy"]["macro"][str(kk)] for kk in ks}
+        del owner, passage
+    index = None
+    release_memory()
     timings["total"] = round(time.perf_counter() - started, 4)
     return MatrixResult(
         suite=loaded_suite.name, ks=ks, query_labels=labels, passage_labels=labels,

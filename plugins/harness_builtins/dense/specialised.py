@@ -8,10 +8,13 @@ shared, frozen one; its question encoder answers the parts no encoder was traine
 question encoder was trained on that label's questions alone with the passage side frozen.
 
 The corpus is embedded once, by ``OUT/model``'s passage encoder (the dense cache, shared with any
-other run of that encoder). Each question is encoded by its part's encoder (the harness tells a
-:class:`~harness.api.PartAwareRetriever` the parts); ``search`` without parts uses the start's.
-A checkpoint whose passage side differs from the start's is refused: its questions would be
-searched against passages of another encoder.
+other run of that encoder), into the one passage index every label searches. Each question is
+encoded by its part's encoder (the harness tells a :class:`~harness.api.PartAwareRetriever` the
+parts); ``search`` without parts uses the start's. One label's question encoder is loaded at a
+time: it is released when another label's is needed (the index, 30 GiB for DPR's Wikipedia on a
+GPU, leaves little room for a model per label), and the parts of a batch are searched starting
+with the loaded label's. A checkpoint whose passage side differs from the start's is refused: its
+questions would be searched against passages of another encoder.
 """
 
 from __future__ import annotations
@@ -75,7 +78,11 @@ class SpecialisedRetriever:
         index = {**INDEX_OPTIONS, **{k: v for k, v in options.items() if k in INDEX_OPTIONS}}
         start = TrainedEncoder(str(self.path), specialised=True, **engine)
         self.labels = read_map(self.path)
-        self.encoders = {label: TrainedEncoder(directory, **engine) for label, directory in self.labels.items()}
+        for directory in self.labels.values():
+            TrainedEncoder(directory, **engine)  # reads and checks the record; loads no weights
+        self.engine = engine
+        #: The label whose question encoder is loaded, and that encoder.
+        self.loaded: tuple[str, Any] | None = None
         reference = _passage_state(str(self.path))
         for label, directory in self.labels.items():
             state = _passage_state(directory)
@@ -105,14 +112,30 @@ class SpecialisedRetriever:
         out: list[list[Hit] | None] = [None] * len(queries)
         groups: dict[str | None, list[int]] = {}
         for i, part in enumerate(parts):
-            groups.setdefault(part if part in self.encoders else None, []).append(i)
-        for part, rows in groups.items():
-            encoder = self.encoders[part] if part is not None else self.start
-            hits = self.base.search_vectors(encoder.encode_queries([queries[i] for i in rows]), k)
+            groups.setdefault(part if part in self.labels else None, []).append(i)
+        current = self.loaded[0] if self.loaded is not None else None
+        for part in sorted(groups, key=lambda p: p is None or p != current):  # the loaded label's first
+            rows = groups[part]
+            hits = self.base.search_vectors(self.encoder(part).encode_queries([queries[i] for i in rows]), k)
             for i, ranking in zip(rows, hits):
                 out[i] = ranking
             self.counts[part] = self.counts.get(part, 0) + len(rows)
         return out  # type: ignore[return-value]
+
+    def encoder(self, part: str | None) -> Any:
+        """The question encoder of ``part``: its label's, else (``None`` or a part no encoder was
+        trained for) the start's. A label's replaces the one loaded before, which is released."""
+        from harness_builtins.dense.matrix import release_memory
+        from harness_builtins.dense.trained import TrainedEncoder
+
+        if part not in self.labels:
+            return self.start
+        if self.loaded is None or self.loaded[0] != part:
+            if self.loaded is not None:
+                self.loaded = None
+                release_memory()
+            self.loaded = (part, TrainedEncoder(self.labels[part], **self.engine))
+        return self.loaded[1]
 
 
 def load_specialised(**options: Any) -> SpecialisedRetriever:
