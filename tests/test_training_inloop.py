@@ -48,20 +48,29 @@ def queries() -> torch.Tensor:
     return torch.from_numpy(np.random.default_rng(7).standard_normal((10, DIM)).astype(np.float32))
 
 
-def reference_top(k: int, shard_size: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def reference_top(k: int, shard_size: int = 8, flat: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Brute force over every vector: by score, ties by the lower row. Scores are computed per
-    shard as the index does (a product's last bit may depend on the blocking)."""
+    shard as the CPU index does (a product's last bit may depend on the blocking), or, for the
+    GPU's flat index, in float64 rounded to float32 as it re-scores."""
     vectors = torch.from_numpy(HashEncoder().encode_passages([(p.title, p.text) for p in PASSAGES]))
-    scores = torch.cat([queries() @ vectors[i : i + shard_size].T for i in range(0, len(PASSAGES), shard_size)], 1).numpy()
+    if flat:
+        scores = (queries().double() @ vectors.double().T).float().numpy()
+    else:
+        scores = torch.cat([queries() @ vectors[i : i + shard_size].T for i in range(0, len(PASSAGES), shard_size)], 1).numpy()
     rows = np.stack([np.lexsort((np.arange(len(PASSAGES)), -s))[:k] for s in scores])
     return np.take_along_axis(scores, rows, 1), rows
 
 
-def make_index(root: Path, shard_size: int = 8):
+def make_index(root: Path, shard_size: int = 8, flat: bool = False):
+    """The in-loop index on CPU; with ``flat`` its slice is the GPU's exact flat index, run on a
+    CPU device (the same code a GPU runs, products in float32)."""
     from harness_builtins.training.inloop import InLoopIndex
 
     corpus = InMemoryCorpus("hash45", PASSAGES)
-    return InLoopIndex(corpus, root=root, format="title_text", sep="[SEP]", shard_size=shard_size, device="cpu")
+    index = InLoopIndex(corpus, root=root, format="title_text", sep="[SEP]", shard_size=shard_size, device="cpu")
+    if flat:
+        index._flat_devices = lambda: ["cpu"]
+    return index
 
 
 def test_merge_top_orders_by_score_then_row_and_pads():
@@ -75,13 +84,15 @@ def test_merge_top_orders_by_score_then_row_and_pads():
     assert r.tolist() == [[2, 9, 7, 4, -1, -1]] and s[0, 4] == -np.inf
 
 
-def test_single_process_search_is_exact(tmp_path):
-    index = make_index(tmp_path)
+@pytest.mark.parametrize("flat", [False, True])
+def test_single_process_search_is_exact(tmp_path, flat):
+    index = make_index(tmp_path, flat=flat)
     index.build(HashEncoder())
+    assert (index._flat is not None) == flat
     assert len(index) == 45 and index.dim == DIM
     for k in (1, 5, 45):
         scores, rows = index.search(queries(), k)
-        want_scores, want_rows = reference_top(k)
+        want_scores, want_rows = reference_top(k, flat=flat)
         np.testing.assert_array_equal(rows, want_rows)
         np.testing.assert_allclose(scores, want_scores, rtol=1e-6)
     # vectors and passages of retrieved rows come from the cache
@@ -98,30 +109,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ranked_search(rank: int, world: int, port: int, root: str) -> None:
+def _ranked_search(rank: int, world: int, port: int, root: str, flat: bool = False) -> None:
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        index = make_index(Path(root))
+        index = make_index(Path(root), flat=flat)
         index.build(HashEncoder())
         mine = queries()[rank * 6 : (rank + 1) * 6]  # ranks with different numbers of questions (6 and 4)
         scores, rows = index.search(mine, 7)
-        held = [first for first, _ in index._slice]
+        held = sorted({int(r) // 8 * 8 for r in index._global}) if flat else [first for first, _ in index._slice]
         np.savez(Path(root, f"rank{rank}.npz"), scores=scores, rows=rows, held=np.array(held))
     finally:
         dist.destroy_process_group()
 
 
-def test_two_gloo_processes_give_the_single_process_top_k(tmp_path):
+@pytest.mark.parametrize("flat", [False, True])
+def test_two_gloo_processes_give_the_single_process_top_k(tmp_path, flat):
     """Each rank embeds and holds its shards (shard s on rank s mod 2); the merged top-k of the
-    all-gathered questions equals one process's, row for row, ties included."""
+    all-gathered questions equals one process's, row for row, ties included (also with each
+    rank's slice as the GPU's flat index, its rows mapped back to the cache's)."""
     import torch.multiprocessing as mp
 
-    mp.spawn(_ranked_search, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_ranked_search, args=(2, _free_port(), str(tmp_path), flat), nprocs=2, join=True)
     got = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
-    want_scores, want_rows = reference_top(7)
+    want_scores, want_rows = reference_top(7, flat=flat)
     np.testing.assert_array_equal(np.concatenate([g["rows"] for g in got]), want_rows)
     np.testing.assert_allclose(np.concatenate([g["scores"] for g in got]), want_scores, rtol=1e-6)
     assert got[0]["held"].tolist() == [0, 16, 32] and got[1]["held"].tolist() == [8, 24, 40]

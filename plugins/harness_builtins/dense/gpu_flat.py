@@ -13,11 +13,13 @@ buffer, so building peaks at the final size plus one staging buffer on the host.
 
 **Scores.** A float32 query ``q`` is split into two float16 parts, ``hi = fp16(q)`` and
 ``lo = fp16(q - hi)``; every product of float16 numbers is exact in float32, and tensor cores
-accumulate in float32, so ``hi . p + lo . p`` (two float16 GEMMs with float32 output) equals the
+accumulate in float32, so ``hi . p + lo . p`` (two float16 GEMMs with float32 output, the second
+adding into the first) equals the
 float32 score ``q . p`` to about 2^-22 of ``|q| |p|`` (where a float16 query alone, as faiss's
 ``useFloat16`` search does, is off by about 2^-11). The best ``k + margin`` candidates of each
-query are then re-scored in float32 (``q`` against the float16 row widened to float32, no TF32:
-the arithmetic of the CPU ``IndexFlatIP`` search) and ordered by that score, ties by the lower row.
+query are then re-scored exactly (``q`` against the float16 row, summed in float64 and rounded
+to float32: what the CPU ``IndexFlatIP`` search computes, up to its float32 summation order) and
+ordered by that score, ties by the lower row (equal rows get equal scores).
 
 **Selection.** ``torch.topk`` over 21M columns is the slow part of a naive version (it reads the
 scores several times). Each chunk of scores is cut into groups of :data:`GROUP` columns; the top
@@ -32,7 +34,6 @@ looked at.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -67,24 +68,6 @@ def cuda_devices() -> list[str]:
     if not torch.cuda.is_available():
         return []
     return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-
-
-class _NoTF32:
-    """Float32 matrix products in full float32 inside the block (restored after)."""
-
-    _lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        torch = _torch()
-        self._lock.acquire()
-        self._saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-
-    def __exit__(self, *exc: Any) -> None:
-        torch = _torch()
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = self._saved
-        self._lock.release()
 
 
 def split_queries(queries):
@@ -127,21 +110,21 @@ def chunk_top(scores, m: int, group: int = GROUP):
     return top.values, columns.gather(1, top.indices)
 
 
-#: Bytes of gathered candidate vectors (float16 plus their float32 copy) re-scored at once.
+#: Bytes of candidate work (gathered float16 rows, their float64 copies and products) at once.
 RESCORE_BYTES = 1 << 30
 
 
 def rescore(queries, vectors, rows):
-    """float32 scores of ``queries`` (``[Q, d]`` float32) against the rows ``rows`` (``[Q, c]``)
-    of float16 ``vectors``, computed in float32 without TF32 (a block of queries at a time)."""
+    """The scores of ``queries`` (``[Q, d]`` float32) against the rows ``rows`` (``[Q, c]``) of
+    float16 ``vectors``: each inner product summed in float64 and rounded to float32, so it is the
+    float32 rounding of the exact value, and equal rows get equal scores wherever they sit."""
     torch = _torch()
     q, c = rows.shape
-    step = max(1, RESCORE_BYTES // (6 * max(1, c) * vectors.shape[1]))
+    step = max(1, RESCORE_BYTES // (18 * max(1, c) * vectors.shape[1]))
     out = []
-    with _NoTF32():
-        for start in range(0, q, step):
-            picked = vectors[rows[start : start + step].clamp(min=0)].float()  # [q, c, d]
-            out.append(torch.bmm(picked, queries[start : start + step].unsqueeze(2)).squeeze(2))
+    for start in range(0, q, step):
+        picked = vectors[rows[start : start + step].clamp(min=0)].double()  # [q, c, d]
+        out.append((picked * queries[start : start + step].double().unsqueeze(1)).sum(dim=2).float())
     scores = torch.cat(out) if out else queries.new_zeros((0, c))
     return scores.masked_fill(rows < 0, -math.inf)
 

@@ -219,15 +219,20 @@ class InLoopIndex:
         rank, world = _group()
         owned = [s for s in range(len(cache.shards)) if shard_owner(s, world) == rank]
         self.cache, self._slice, self._flat = cache, [], None
-        if self.device.startswith("cuda"):
+        devices = self._flat_devices()
+        if devices:
             self._flat = TorchFlatIP.from_shards([cache.shards[s] for s in owned], cache.dim,
-                                                 sum(len(cache.shards[s]) for s in owned), [self.device])
+                                                 sum(len(cache.shards[s]) for s in owned), devices)
             self._global = np.concatenate([np.arange(s * cache.shard_size, s * cache.shard_size + len(cache.shards[s]))
                                            for s in owned] or [np.zeros(0, np.int64)])
             return
         for s in owned:
             vectors = torch.from_numpy(np.ascontiguousarray(cache.shards[s], dtype=np.float32))
             self._slice.append((s * cache.shard_size, vectors.to(self.device)))
+
+    def _flat_devices(self) -> list[str]:
+        """Where this rank's slice goes as an exact flat index: its GPU (none on CPU)."""
+        return [self.device] if self.device.startswith("cuda") else []
 
     def state(self) -> dict[str, Any]:
         """What a resumed run needs to search the same index: the current and the starting

@@ -1,0 +1,175 @@
+"""Inputs of the GPU benchmarks, made without downloads: random models built from configurations,
+a word-piece vocabulary generated on the spot, synthetic passages, and a DPR-Wikipedia-sized
+embedding cache made by hard-linking one shard; and the one JSON line each benchmark writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: DPR's Wikipedia: passages, and rows per cache shard.
+WIKI_PASSAGES = 21_015_324
+SHARD = 100_000
+
+#: Where the JSON lines go (one per measurement); stdout too.
+OUT = os.environ.get("HARNESS_BENCH_OUT")
+
+
+def device_record() -> dict[str, Any]:
+    import torch
+
+    from harness.util.environment import package_version
+
+    record: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                              "cuda": torch.version.cuda, "cpu_count": os.cpu_count()}
+    for name in ("transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu-cu12", "faiss-gpu"):
+        if (version := package_version(name)) is not None:
+            record[name] = version
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        record.update(gpu=props.name, gpu_count=torch.cuda.device_count(), gpu_memory_gib=round(props.total_memory / 2**30, 1))
+    return record
+
+
+def emit(name: str, **fields: Any) -> dict[str, Any]:
+    """Print (and append to ``$HARNESS_BENCH_OUT``) one JSON line: the benchmark, its figures and
+    the device."""
+    line = {"benchmark": name, **fields, "device": device_record(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    text = json.dumps(line, sort_keys=False)
+    print(text, flush=True)
+    if OUT:
+        with open(OUT, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return line
+
+
+def peak_rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def word_vocab(size: int = 30522) -> list[str]:
+    """A BERT-style vocabulary of ``size`` entries: the special tokens, then made-up words."""
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = []
+    n = 0
+    while len(special) + len(words) < size:
+        a, b, c = n % 26, (n // 26) % 26, (n // 676) % 26
+        words.append(letters[a] + letters[b] + letters[c] + ("" if n < 17576 else str(n // 17576)))
+        n += 1
+    return special + words
+
+
+def bert_dir(root: Path, *, layers: int = 12, hidden: int = 768, heads: int = 12, intermediate: int = 3072) -> Path:
+    """A random BERT (BERT-base by default) with a generated word-piece tokenizer, saved as a
+    transformers model directory."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path = root / f"bert-{layers}x{hidden}"
+    if (path / "config.json").is_file():
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = word_vocab()
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True).save_pretrained(path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=intermediate, architectures=["BertModel"])
+    BertModel(config).save_pretrained(path)
+    return path
+
+
+def passages(n: int, *, words: int = 135, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` synthetic ``(title, text)`` passages of about ``words`` made-up words drawn from the
+    vocabulary (one word piece each: ~140 tokens with the title, DPR's passage length)."""
+    vocab = word_vocab()[5:]
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(int(words * 0.7), int(words * 1.3) + 1, n)
+    picks = rng.integers(0, len(vocab), int(lengths.sum()) + 3 * n)
+    out, at = [], 0
+    for length in lengths.tolist():
+        title = " ".join(vocab[i] for i in picks[at : at + 3])
+        text = " ".join(vocab[i] for i in picks[at + 3 : at + 3 + length])
+        out.append((title, text))
+        at += 3 + length
+    return out
+
+
+def hardlinked_cache(root: Path, *, rows: int = WIKI_PASSAGES, dim: int = 768, seed: int = 0) -> tuple[Path, np.ndarray]:
+    """An embedding cache of ``rows`` float16 vectors (``dim`` wide): one random 100,000-row shard
+    written once and hard-linked as every full shard, the remainder a slice of it; ids likewise.
+    Returns the cache folder and the base shard (float16): row ``r`` holds ``base[r % 100000]``."""
+    from harness_builtins.dense.embeddings import CACHE_FORMAT, META_FILE, shard_name
+
+    path = root / f"wiki-{rows}x{dim}"
+    rng = np.random.default_rng(seed)
+    base = (rng.standard_normal((min(SHARD, rows), dim), dtype=np.float32) * 0.5).astype(np.float16)
+    if (path / META_FILE).is_file():
+        return path, base
+    path.mkdir(parents=True, exist_ok=True)
+    ids = np.array([f"{i}".encode() for i in range(len(base))], dtype="S8")
+    np.save(path / "base-emb.npy", base)
+    np.save(path / "base-ids.npy", ids)
+    shards = -(-rows // SHARD)
+    for s in range(shards):
+        n = min(SHARD, rows - s * SHARD)
+        if n == SHARD:
+            os.link(path / "base-emb.npy", path / shard_name("emb", s))
+            os.link(path / "base-ids.npy", path / shard_name("ids", s))
+        else:
+            np.save(path / shard_name("emb", s), base[:n])
+            np.save(path / shard_name("ids", s), ids[:n])
+    meta = {"format": CACHE_FORMAT, "key": "bench", "encoder": "random", "corpus": "wiki-sim",
+            "corpus_fingerprint": f"bench-{rows}", "passages": rows, "shard_size": SHARD, "shards": shards,
+            "dim": dim, "dtype": "float16", "complete": True}
+    (path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    return path, base
+
+
+def expected_top(base: np.ndarray, rows: int, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top ``k`` over a :func:`hardlinked_cache` from its base shard alone (numpy
+    float32): each base vector's score repeated for each of its copies, ties by the lower row."""
+    wide = base.astype(np.float32)
+    scores = queries.astype(np.float32) @ wide.T
+    copies = np.full(len(base), rows // len(base))
+    copies[: rows % len(base)] += 1
+    out_s = np.empty((len(queries), k), np.float32)
+    out_r = np.empty((len(queries), k), np.int64)
+    for q in range(len(queries)):
+        order = np.lexsort((np.arange(len(base)), -scores[q]))
+        got: list[int] = []
+        for b in order.tolist():
+            got += [b + len(base) * c for c in range(int(copies[b]))]
+            if len(got) >= k:
+                break
+        out_r[q] = got[:k]
+        out_s[q] = scores[q][out_r[q] % len(base)]
+    return out_s, out_r
+
+
+def cuda_or_skip():
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch
+
+
+def in_path(*parts: str) -> None:
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
