@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -60,52 +59,31 @@ def peak_rss_bytes() -> int:
 
 
 def word_vocab(size: int = 30522) -> list[str]:
-    """A BERT-style vocabulary of ``size`` entries: the special tokens, then made-up words."""
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = []
-    n = 0
-    while len(special) + len(words) < size:
-        a, b, c = n % 26, (n // 26) % 26, (n // 676) % 26
-        words.append(letters[a] + letters[b] + letters[c] + ("" if n < 17576 else str(n // 17576)))
-        n += 1
-    return special + words
+    """A WordPiece vocabulary (see :func:`gpu_encode.build_vocab`)."""
+    from gpu_encode import build_vocab
+
+    return build_vocab(size)
 
 
-def bert_dir(root: Path, *, layers: int = 12, hidden: int = 768, heads: int = 12, intermediate: int = 3072) -> Path:
-    """A random BERT (BERT-base by default) with a generated word-piece tokenizer, saved as a
-    transformers model directory."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+def bert_dir(root: Path, **config: Any) -> Path:
+    """A random BERT (BERT-base unless ``config`` overrides ``BertConfig``) with a generated
+    WordPiece tokenizer, saved as a transformers model directory (once per ``root``)."""
+    from gpu_encode import build_model, save_tokenizer
 
-    path = root / f"bert-{layers}x{hidden}"
-    if (path / "config.json").is_file():
-        return path
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = word_vocab()
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True).save_pretrained(path)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=intermediate, architectures=["BertModel"])
-    BertModel(config).save_pretrained(path)
+    path = root / ("bert-" + "-".join(f"{k}{v}" for k, v in sorted(config.items())) if config else "bert-base")
+    if not (path / "config.json").is_file():
+        vocab = word_vocab()
+        save_tokenizer(path, vocab)
+        build_model(path, vocab_size=len(vocab), architectures=["BertModel"], **config)
     return path
 
 
-def passages(n: int, *, words: int = 135, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` synthetic ``(title, text)`` passages of about ``words`` made-up words drawn from the
-    vocabulary (one word piece each: ~140 tokens with the title, DPR's passage length)."""
-    vocab = word_vocab()[5:]
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(int(words * 0.7), int(words * 1.3) + 1, n)
-    picks = rng.integers(0, len(vocab), int(lengths.sum()) + 3 * n)
-    out, at = [], 0
-    for length in lengths.tolist():
-        title = " ".join(vocab[i] for i in picks[at : at + 3])
-        text = " ".join(vocab[i] for i in picks[at + 3 : at + 3 + length])
-        out.append((title, text))
-        at += 3 + length
-    return out
+def passages(n: int, *, tokens: int = 140, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` synthetic ``(title, text)`` passages of about ``tokens`` BERT tokens (DPR's passage
+    length; see :func:`gpu_encode.synthetic_passages`)."""
+    from gpu_encode import synthetic_passages
+
+    return synthetic_passages(word_vocab(), n, tokens, seed=seed)
 
 
 def hardlinked_cache(root: Path, *, rows: int = WIKI_PASSAGES, dim: int = 768, seed: int = 0) -> tuple[Path, np.ndarray]:
@@ -169,7 +147,3 @@ def cuda_or_skip():
     return torch
 
 
-def in_path(*parts: str) -> None:
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)

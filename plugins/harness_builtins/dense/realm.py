@@ -90,6 +90,7 @@ from harness_builtins.dense.checkpoints import (
     tokenizer_digest,
     weights_digest,
 )
+from harness_builtins.dense.encoders import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
 
 REALM_FORMAT = "harness.realm-encoder"
 REALM_FORMAT_VERSION = 1
@@ -311,6 +312,9 @@ class RealmEncoder:
 
     Questions: ``[CLS] q [SEP]`` (segment 0). Passages ``(title, text)``: ``[CLS] title [SEP]
     text [SEP]`` (segments 0 / 1), at most 288 tokens, title kept first (ORQA's block format).
+    Encoding runs on :func:`.encoders.encode_batches` (length-sorted batches, tokenised in the
+    background) under ``precision`` (``auto``: fp16 autocast on GPU, fp32 on CPU);
+    ``batch_size`` defaults to 128 on GPU, 32 on CPU.
     """
 
     def __init__(
@@ -322,10 +326,12 @@ class RealmEncoder:
         *,
         query_max_length: int | None = None,
         passage_max_length: int = REALM_BLOCK_MAX_LENGTH,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         device: str | torch.device | None = None,
+        precision: str | None = "auto",
     ):
         self.device = _default_device(device)
+        self.precision = resolve_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
         self.query_tokenizer = query_tokenizer
@@ -337,7 +343,7 @@ class RealmEncoder:
             raise ValueError("max lengths must leave room for [CLS] and [SEP]")
         if query_model.dim != passage_model.dim:
             raise ValueError(f"query and passage embedders differ in size ({query_model.dim} vs {passage_model.dim})")
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (128 if self.device.type == "cuda" else 32)
         self._identity: tuple[tuple, str] | None = None
 
     @classmethod
@@ -392,55 +398,54 @@ class RealmEncoder:
 
     # -- encoding ----------------------------------------------------------------------------
 
-    def _encode(self, model: RealmEmbedderModel, inputs: list[tuple[list[int], list[int]]]) -> np.ndarray:
-        out = np.zeros((len(inputs), model.dim), dtype=np.float32)
-        order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = max(len(inputs[i][0]) for i in rows)
-            ids = torch.zeros((len(rows), width), dtype=torch.long)
-            segs = torch.zeros((len(rows), width), dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                tokens, segments = inputs[i]
-                ids[r, : len(tokens)] = torch.tensor(tokens)
-                segs[r, : len(tokens)] = torch.tensor(segments)
-                mask[r, : len(tokens)] = 1
-            with torch.inference_mode():
-                emb = model(ids.to(self.device), mask.to(self.device), segs.to(self.device))
-            out[rows] = emb.float().cpu().numpy()
-        return out
+    def _encode(self, model: RealmEmbedderModel, items: list[Any], inputs: Any) -> np.ndarray:
+        """Embeddings of ``items``, built into (token ids, segment ids) by ``inputs`` window by window."""
+
+        def forward(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            return model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+
+        def pack(start: int, stop: int) -> Packed:
+            pairs = inputs(items[start:stop])
+            return Packed.from_features([{"input_ids": ids, "token_type_ids": segments} for ids, segments in pairs])
+
+        return encode_batches(forward, LazyFeatures(len(items), pack), dim=model.dim, batch_size=self.batch_size,
+                              device=str(self.device), precision=self.precision)
 
     def encode_queries(self, questions: Sequence[str]) -> np.ndarray:
         """``float32 [len(questions), 128]``."""
-        return self._encode(self.query_model, self.query_inputs(questions))
+        return self._encode(self.query_model, list(questions), self.query_inputs)
 
     def encode_passages(self, passages: Sequence[tuple[str, str]]) -> np.ndarray:
         """``float32 [len(passages), 128]`` for ``(title, text)`` pairs."""
-        return self._encode(self.passage_model, self.passage_inputs(passages))
+        return self._encode(self.passage_model, list(passages), self.passage_inputs)
 
     def identity(self) -> str:
         """``RealmEncoder@<sha256>`` over both embedders' weights, tokenizers and input settings."""
-        key = _version_key(self.query_model, self.passage_model)
+        key = (self.precision, str(self.device)) + _version_key(self.query_model, self.passage_model)
         if self._identity is None or self._identity[0] != key:
-            digest = weights_digest(
-                self.query_model.state_dict(),
-                self.passage_model.state_dict(),
-                extra={
-                    "format": REALM_FORMAT,
-                    "query_max_length": self.query_max_length,
-                    "passage_max_length": self.passage_max_length,
-                    "projection_eps": [self.query_model.layer_norm.eps, self.passage_model.layer_norm.eps],
-                    "hidden_act": [self.query_model.bert.config.hidden_act, self.passage_model.bert.config.hidden_act],
-                    "tokenizers": [tokenizer_digest(self.query_tokenizer), tokenizer_digest(self.passage_tokenizer)],
-                },
-            )
+            extra = {
+                "format": REALM_FORMAT,
+                "query_max_length": self.query_max_length,
+                "passage_max_length": self.passage_max_length,
+                "projection_eps": [self.query_model.layer_norm.eps, self.passage_model.layer_norm.eps],
+                "hidden_act": [self.query_model.bert.config.hidden_act, self.passage_model.bert.config.hidden_act],
+                "tokenizers": [tokenizer_digest(self.query_tokenizer), tokenizer_digest(self.passage_tokenizer)],
+            }
+            precision = compute_precision(self.precision, str(self.device))
+            if precision != "fp32":  # fp32 keys stay those of the encoder before it had a precision
+                extra["precision"] = precision
+            digest = weights_digest(self.query_model.state_dict(), self.passage_model.state_dict(), extra=extra)
             self._identity = (key, f"{type(self).__module__}.{type(self).__qualname__}@{digest}")
         return self._identity[1]
 
+    def parameters(self) -> dict[str, Any]:
+        """The identity, and the precision the encoders run with (``tf32``: fp32 on CUDA)."""
+        return {"encoder": self.identity(), "precision": compute_precision(self.precision, str(self.device))}
+
 
 def load_realm_encoder(*, query_model: str | None = None, passage_model: str | None = None, revision: str | None = None,
-                       max_length: int | None = None, batch_size: int | None = None, device: str | None = "auto") -> RealmEncoder:
+                       max_length: int | None = None, batch_size: int | None = None, device: str | None = "auto",
+                       precision: str | None = "auto") -> RealmEncoder:
     """The ``realm`` encoder: ``RealmEncoder.from_pretrained(query checkpoint, passage_path=block
     embedder)``, each a hub id (fetched with ``huggingface_hub``) or a directory."""
     from harness.errors import HarnessError
@@ -454,6 +459,8 @@ def load_realm_encoder(*, query_model: str | None = None, passage_model: str | N
         kwargs["batch_size"] = batch_size
     if max_length:
         kwargs["passage_max_length"] = max_length
+    if precision not in (None, "auto"):
+        kwargs["precision"] = precision
     return RealmEncoder.from_pretrained(
         hub_snapshot(query_model, revision),
         passage_path=hub_snapshot(passage_model, revision) if passage_model else None,
