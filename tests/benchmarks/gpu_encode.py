@@ -105,7 +105,8 @@ def build_model(directory: Path, *, vocab_size: int = 30522, seed: int = 0, **co
     return directory
 
 
-def _median_seconds(fn, runs: int) -> float:
+def median_seconds(fn, runs: int) -> float:
+    """The median wall time of ``runs`` calls of ``fn``, the GPU synchronised around each."""
     import torch
 
     times = []
@@ -166,11 +167,11 @@ def _one_config(model_dir: Path, passages, batch_size: int, precision: str, runs
     tokenize_s = time.perf_counter() - start
     encoder.encode_passages(passages[: 2 * chunk])  # warm up
     torch.cuda.reset_peak_memory_stats()
-    encode_s = _median_seconds(encode, runs)
+    encode_s = median_seconds(encode, runs)
     peak = torch.cuda.max_memory_allocated()
     forward = _pretokenized_forward(encoder, passages, batch_size)
     forward()  # warm up
-    forward_s = _median_seconds(forward, runs)
+    forward_s = median_seconds(forward, runs)
     n = len(passages)
     row = {
         "device": torch.cuda.get_device_name(0), "passages": n, "mean_tokens": round(sum(tokens) / n, 1),

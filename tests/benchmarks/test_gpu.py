@@ -49,16 +49,9 @@ def work(tmp_path_factory):
 
 
 def _timed(fn, repeat: int = 3) -> float:
-    import torch
+    from gpu_encode import median_seconds
 
-    times = []
-    for _ in range(repeat):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return median_seconds(fn, repeat)
 
 
 def test_environment():
