@@ -16,6 +16,7 @@ re-orders its top ``rerank_depth``, and the result records the chain (``reranker
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,7 +29,7 @@ from typing import Any
 from harness import registry
 from harness.util.cache import cache_dir as default_cache_dir
 from harness.util.environment import machine, versions
-from harness.errors import HarnessError
+from harness.errors import HarnessError, warn
 from harness.scoring.matching import MATCHER_VERSION
 from harness.scoring.metrics import DEFAULT_METRIC
 from harness.util.progress import progress
@@ -363,8 +364,15 @@ def compute_record(retriever: Any, reranker: Any = None) -> dict[str, Any]:
         world = 1
     record: dict[str, Any] = {"world_size": world}
     for key, stage in (("retriever", retriever), ("reranker", reranker)):
-        if stage is not None and isinstance(stage, ReportsCompute):
-            record[key] = dict(stage.compute())
+        if stage is None or not isinstance(stage, ReportsCompute):
+            continue
+        try:
+            facts = dict(stage.compute())
+            json.dumps(facts)
+        except Exception as exc:  # a plugin's broken report must not lose the run's result
+            warn(f"the {key}'s compute() failed ({type(exc).__name__}: {str(exc)[:120]}); not recorded")
+            continue
+        record[key] = facts
     return record
 
 

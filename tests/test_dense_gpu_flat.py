@@ -125,3 +125,38 @@ def test_ivfpq_on_a_faiss_without_gpu_says_so_once(tmp_path, monkeypatch, capsys
     for _ in range(2):
         assert not DenseIndex.build(cache, config, progress=False, save=False).on_gpu
     assert capsys.readouterr().err.count("this faiss build has no GPU support") == 1
+
+
+def test_an_index_that_does_not_fit_the_gpu_searches_on_cpu_or_is_refused(tmp_path, monkeypatch, capsys):
+    vectors = np.random.default_rng(12).standard_normal((64, 8)).astype(np.float32)
+    cache = cache_of(tmp_path, vectors, "fit")
+    monkeypatch.setattr(gpu_flat, "cuda_devices", lambda: ["cuda:0"])
+    monkeypatch.setattr(gpu_flat, "free_bytes", lambda device: 1 << 30)  # 1 GiB: less than the 2 GiB headroom
+    monkeypatch.setattr(index_module, "_warned", set())
+    index = DenseIndex.build(cache, IndexConfig(kind="flat"), progress=False)
+    assert not index.on_gpu and index.compute["search_device"] == "cpu"
+    assert "the exact index does not fit the GPUs (cuda:0 has 1.0 GiB free, the index needs 2.0 GiB there)" in capsys.readouterr().err
+    with pytest.raises(HarnessError, match="gpu=true but the exact index does not fit: cuda:0 has 1.0 GiB free"):
+        DenseIndex.build(cache, IndexConfig(kind="flat", gpu="true"), progress=False)
+    assert gpu_flat.shortfall(768, 21_015_324, ["cuda:0", "cuda:1"]) == "cuda:0 has 1.0 GiB free, the index needs 17.0 GiB there"
+    assert gpu_flat.shortfall(768, 21_015_324, ["cpu"]) is None
+
+
+def test_the_running_candidates_stay_bounded_over_many_chunks(monkeypatch):
+    rng = np.random.default_rng(13)
+    vectors = rng.standard_normal((2000, 8)).astype(np.float32)
+    queries = rng.standard_normal((3, 8)).astype(np.float32)
+    monkeypatch.setattr(gpu_flat, "SCORE_BYTES", 12 * 3 * 64)  # 32 chunks of 64 rows
+    index = TorchFlatIP.from_shards([vectors.astype(np.float16)], 8, 2000, ["cpu"])
+    widths = []
+    real = gpu_flat.chunk_top
+
+    def spy(scores, m, group=gpu_flat.GROUP):
+        widths.append(scores.shape[1])
+        return real(scores, m, group)
+
+    monkeypatch.setattr(gpu_flat, "chunk_top", spy)
+    scores, rows = index.search(queries, 40)
+    assert len(widths) == 32 and max(widths) == 64
+    ref_scores, ref_rows = _reference(vectors, queries, 40)
+    np.testing.assert_array_equal(rows, ref_rows)

@@ -151,6 +151,38 @@ def test_results_record_how_the_dense_run_computed(tiny_models, tmp_path, monkey
     assert result["retriever"]["parameters"] == retriever.parameters()  # not part of the identity
 
 
+def test_a_broken_compute_report_is_warned_about_and_the_result_kept(tmp_path, capsys):
+    from fake_retrievers import OverlapRetriever
+    from harness.evaluate import evaluate_retriever
+    from harness.testing import toy_suite
+
+    class Broken(OverlapRetriever):
+        def compute(self):
+            raise RuntimeError("no counters")
+
+    class Odd(OverlapRetriever):
+        def compute(self):
+            return {"device": object()}
+
+    for retriever in (Broken(), Odd()):
+        result = evaluate_retriever(retriever, toy_suite(), name="o", plugin="p", k=[1],
+                                    context=RunContext(cache_dir=tmp_path, progress=False)).result
+        assert "retriever" not in result["compute"] and result["metrics"]
+    err = capsys.readouterr().err
+    assert "the retriever's compute() failed (RuntimeError: no counters); not recorded" in err
+    assert "the retriever's compute() failed (TypeError" in err
+
+
+def test_fp32_on_a_gpu_is_recorded_as_tf32(tiny_models):
+    from harness_builtins.dense.retriever import build_retriever
+
+    retriever = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question),
+                                passage_model=str(tiny_models.dpr_ctx), device="cpu", precision="fp32")
+    passage = retriever.encoder.passage
+    passage._device, passage._precision = "cuda:0", "fp32"  # as resolved on a GPU
+    assert retriever.compute()["encode_precision"] == "tf32" and retriever.compute()["encode_device"] == "cuda:0"
+
+
 def test_parameters_record_what_changes_the_ranking(tiny_models):
     from harness_builtins.dense.retriever import build_retriever
 

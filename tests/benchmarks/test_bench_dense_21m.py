@@ -70,6 +70,7 @@ import numpy as np
 from harness.api import RunContext
 from harness.errors import HarnessError
 from harness_builtins.dense.index import MappedFlatIP
+from harness_builtins.dense.index import IndexConfig
 from harness_builtins.dense.retriever import DenseRetriever
 
 root, identity, corpus_name, corpus_fingerprint, rows, out = sys.argv[1:7]
@@ -127,7 +128,7 @@ def sample():
 sampler = threading.Thread(target=sample, daemon=True)
 sampler.start()
 context = RunContext(cache_dir=root, threads=2, progress=False)
-retriever = DenseRetriever(Vectors())
+retriever = DenseRetriever(Vectors(), index=IndexConfig(gpu="false"))  # the CPU path, also on a GPU machine
 start = time.perf_counter()
 retriever.index(Wikipedia(), context)
 open_s = time.perf_counter() - start

@@ -114,6 +114,7 @@ def test_search_21m(wiki):
                 peak_gpu_gib=round(peak / 2**30, 2), over_final_gib=round((peak - final) / 2**30, 3),
                 rows_per_second=round(len(cache) / build), peak_rss_gib=round(common.peak_rss_bytes() / 2**30, 2),
                 compute=index.compute)
+    assert peak - final <= 4 << 30  # building peaks at the final size plus at most 4 GiB
     queries = (np.random.default_rng(1).standard_normal((3610, cache.dim)) * 0.5).astype(np.float32)
     index.search(queries[:64], 100)  # warm-up
     for k in (100, 1000):
@@ -138,6 +139,7 @@ def test_search_21m(wiki):
                     agreement_rows=same_rows, agreement_vectors=same_vectors, max_abs_score_diff=max_score_diff,
                     naive_fp16_seconds=round(naive_seconds, 3), naive_fp16_max_abs_score_diff=naive_diff,
                     naive_fp16_agreement_vectors=float(np.mean(naive[1][:sub, :k] % common.SHARD == ref_r % common.SHARD)))
+        assert same_vectors == 1.0 and max_score_diff < 1e-4, (same_vectors, max_score_diff)
     if os.environ.get("HARNESS_BENCH_CPU_CHECK", "1") == "1":
         few = queries[:4]
         start = time.perf_counter()
@@ -147,6 +149,7 @@ def test_search_21m(wiki):
         common.emit("search_21m_cpu_agreement", queries=len(few), k=100, cpu_seconds=round(cpu_seconds, 1),
                     same_vectors=float(np.mean(cpu_r % common.SHARD == gpu_r % common.SHARD)),
                     max_abs_score_diff=float(np.abs(cpu_s - gpu_s).max()))
+        np.testing.assert_array_equal(cpu_r % common.SHARD, gpu_r % common.SHARD)
 
 
 def test_inloop_21m(wiki):
@@ -168,6 +171,7 @@ def test_inloop_21m(wiki):
     common.emit("inloop_21m", rows=len(index), load_seconds=round(hold, 1), questions=24, k=100,
                 step_search_seconds=round(seconds, 4), peak_gpu_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2),
                 agreement_rows=float(np.mean(rows == ref_r)), max_abs_score_diff=float(np.abs(scores - ref_s).max()))
+    np.testing.assert_array_equal(rows % common.SHARD, ref_r % common.SHARD)
 
 
 def test_encode():
@@ -178,6 +182,7 @@ def test_encode():
     n = int(os.environ.get("HARNESS_BENCH_ENCODE_PASSAGES", "20000"))
     for row in bench_encode(n_passages=n, batch_sizes=(128, 512), precisions=("fp16", "bf16")):
         common.emit("encode", model="BERT-base (random)", **row)
+        assert 0 < row["encode_psg_s"] and 0 < row["encode_share_of_bound"] <= 1.2
 
 
 def _t5_3b(work, attention: str | None = None):
@@ -225,6 +230,8 @@ def test_upr(work):
     dec_params = params - enc_params
     flops = 2 * enc_params * enc_tokens + 2 * dec_params * len(target)
     for batch in [int(b) for b in os.environ.get("HARNESS_BENCH_UPR_BATCHES", "16,32,64,128,256").split(",")]:
+        scores = question_log_likelihoods(model, tokenizer, question, docs[:8], batch_size=batch)
+        assert len(scores) == 8 and all(np.isfinite(scores)) and max(scores) < 0
         with torch.inference_mode():
             question_log_likelihoods(model, tokenizer, question, docs[:batch], batch_size=batch)
             torch.cuda.reset_peak_memory_stats()
@@ -278,6 +285,7 @@ def test_train_dpr(work):
     common.cuda_or_skip()
     model = common.bert_dir(work)
     data = _dpr_data(work / "train.json", 128 * 60)
+    failed = []
     for batch in (16, 128):
         out = work / f"train-{batch}"
         steps = 50
@@ -289,6 +297,7 @@ def test_train_dpr(work):
         wall = time.perf_counter() - start
         if done.returncode != 0:
             common.emit("train_dpr", batch_size=batch, error=done.stderr[-2000:])
+            failed.append(batch)
             continue
         log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
         rates = [r["examples_per_second"] for r in log if "examples_per_second" in r][1:]
@@ -296,19 +305,20 @@ def test_train_dpr(work):
         common.emit("train_dpr", batch_size=batch, steps=steps, examples_per_second=round(float(np.median(rates)), 1) if rates else None,
                     wall_seconds=round(wall, 1), precision=record.get("settings", {}).get("precision"),
                     passage_tokens=256)
+    assert not failed, f"harness train failed at batch sizes {failed}"
 
 
 def _torchrun_encode(model: Path, cache: Path, summary: Path) -> subprocess.Popen:
     cmd = ["torchrun", "--nproc_per_node", "1", "-m", "harness_builtins.dense.distributed", "--retriever", "dense",
-           "-o", f"query_model={model}", "-o", "pooling=cls", "-o", "shard_size=500", "-o", "batch_size=128",
+           "-o", f"query_model={model}", "-o", "pooling=cls", "-o", "shard_size=100", "-o", "batch_size=8",
            "--suite", "demo", "--cache-dir", str(cache), "--summary", str(summary), "--no-progress"]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def test_torchrun_encode_kill_and_resume(work):
-    """``torchrun --nproc_per_node 1`` encodes demo's corpus (16 shards of 500) with a random
-    BERT-base over NCCL; killed once 4 shards are on disk and restarted, it encodes only the rest and
-    leaves the same bytes as an uninterrupted run."""
+    """``torchrun --nproc_per_node 1`` encodes demo's corpus (80 shards of 100, batches of 8, so
+    the kill lands mid-way) with a random BERT-base over NCCL; killed once 4 shards are on disk and
+    restarted, it encodes only the rest and leaves the same bytes as an uninterrupted run."""
     import hashlib
 
     common.cuda_or_skip()
@@ -325,8 +335,7 @@ def test_torchrun_encode_kill_and_resume(work):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list(broken.glob("dense/*/emb-*.npy"))) < 4 and run.poll() is None:
         time.sleep(0.05)
-    import psutil
-
+    psutil = pytest.importorskip("psutil")
     for proc in [*psutil.Process(run.pid).children(recursive=True), psutil.Process(run.pid)]:
         proc.kill()  # torchrun starts its workers in sessions of their own: each one is killed
     run.wait()
@@ -345,3 +354,5 @@ def test_torchrun_encode_kill_and_resume(work):
                 shards_left_by_the_kill=left, resumed_rc=resumed.returncode, resumed_skipped=len(summary.get("skipped", [])),
                 identical_bytes=same, tail=out[-300:])
     assert resumed.returncode == 0 and same
+    assert 0 < left < first["shards"], f"the kill left {left} of {first['shards']} shards"
+    assert len(summary.get("skipped", [])) == left  # only the missing shards were encoded again

@@ -46,8 +46,12 @@ from harness.errors import HarnessError
 GROUP = 32
 #: Extra candidates re-scored in float32 beyond ``k`` (at least this many, or k/8).
 MARGIN = 16
-#: Bytes of float32 scores one chunk may hold on a device (two [queries, rows] buffers).
+#: Bytes of float32 scores one chunk may hold on a device (at most; less when the device has
+#: less free): three [queries, rows] buffers (the two products' outputs, a padded copy).
 SCORE_BYTES = 8 << 30
+#: Device memory left free beside the index for the search's other buffers (candidates,
+#: re-scoring) and the framework.
+HEADROOM_BYTES = 2 << 30
 #: Queries searched together (a block's scores are computed chunk by chunk).
 QUERY_BLOCK = 4096
 #: Rows of the host staging buffer used while building (float16).
@@ -68,6 +72,24 @@ def cuda_devices() -> list[str]:
     if not torch.cuda.is_available():
         return []
     return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+
+def free_bytes(device: str) -> int:
+    """Free memory of a CUDA device (what torch's allocator holds unused counts as free)."""
+    torch = _torch()
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free) + int(torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
+def shortfall(dim: int, count: int, devices: list[str]) -> str | None:
+    """Why ``count`` float16 rows of ``dim`` cannot be searched on ``devices`` (each device's share
+    plus :data:`HEADROOM_BYTES` against its free memory), or None when they fit."""
+    for i, dev in enumerate(devices):
+        rows = count * (i + 1) // len(devices) - count * i // len(devices)
+        need = rows * dim * 2 + HEADROOM_BYTES
+        if dev.startswith("cuda") and need > (have := free_bytes(dev)):
+            return f"{dev} has {have / 2**30:.1f} GiB free, the index needs {need / 2**30:.1f} GiB there"
+    return None
 
 
 def split_queries(queries):
@@ -153,16 +175,19 @@ class _DeviceSlice:
         torch = _torch()
         q32 = queries.to(self.device)
         hi, lo = split_queries(q32)
-        best_v, best_c = [], []
+        values = columns = None
         for start in range(0, self.n, rows_per_chunk):
             block = self.vectors[start : start + rows_per_chunk]
-            values, columns = chunk_top(split_scores(hi, lo, block), m)
-            best_v.append(values)
-            best_c.append(columns + start)
-        values, columns = torch.cat(best_v, 1), torch.cat(best_c, 1)
-        if values.shape[1] > m:
-            top = torch.topk(values, m, dim=1)
-            columns = columns.gather(1, top.indices)
+            chunk_values, chunk_columns = chunk_top(split_scores(hi, lo, block), m)
+            chunk_columns = chunk_columns + start
+            if values is None:
+                values, columns = chunk_values, chunk_columns
+                continue
+            # a running top m: memory stays [Q, 2m] however many chunks there are
+            values, columns = torch.cat([values, chunk_values], 1), torch.cat([columns, chunk_columns], 1)
+            if values.shape[1] > m:
+                top = torch.topk(values, m, dim=1)
+                values, columns = top.values, columns.gather(1, top.indices)
         return rescore(q32, self.vectors, columns), columns + self.first
 
 
@@ -221,7 +246,8 @@ class TorchFlatIP:
         return sum(s.vectors.numel() * s.vectors.element_size() for s in self.slices)
 
     def _rows_per_chunk(self, queries: int) -> int:
-        rows = max(GROUP, SCORE_BYTES // (8 * max(1, queries)))
+        budget = min([SCORE_BYTES, *(free_bytes(dev) // 2 for dev in self.devices if dev.startswith("cuda"))])
+        rows = max(GROUP, budget // (12 * max(1, queries)))
         return rows - rows % GROUP
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,10 @@ The ``gpu`` option (``auto``, ``true``, ``false``) says where searches run:
 
 - ``flat`` on GPUs is :class:`~harness_builtins.dense.gpu_flat.TorchFlatIP` whenever torch sees
   CUDA devices: float16 rows split over every visible GPU, split-float16 products with float32
-  output, candidates re-scored in float32 (the CPU search's scores), ties by the lower row, any
-  ``k``. It needs no faiss GPU build.
+  output, candidates re-scored in float32 (the CPU search's scores), ties by the lower row among
+  the candidates, any
+  ``k``. It needs no faiss GPU build. When the rows (plus 2 GiB) do not fit the GPUs' free
+  memory, ``gpu=auto`` searches on CPU (said once on stderr) and ``gpu=true`` is an error.
 - ``ivfpq`` runs on GPU 0 when the installed faiss has GPU support (faiss's own
   ``GpuIndexIVFPQ``; its CPU original answers ``k`` above 2048, faiss's GPU limit); otherwise on
   CPU, with one line on stderr when a GPU is visible. HNSW stays on CPU.
@@ -238,7 +240,14 @@ class DenseIndex:
         config = config or IndexConfig()
         d = cache.dim
         if config.kind == "flat":
+            from harness_builtins.dense import gpu_flat
+
             devices = flat_devices(config)
+            if devices and (short := gpu_flat.shortfall(d, len(cache), devices)):
+                if config.gpu == "true":
+                    raise HarnessError(f"gpu=true but the exact index does not fit: {short}")
+                _warn_once("fit", f"the exact index does not fit the GPUs ({short}): it searches on CPU")
+                devices = []
             if devices:
                 return cls._torch_flat(cache, config, devices, progress)
             if 4 * d * len(cache) > FLAT_RAM_SHARE * physical_memory():

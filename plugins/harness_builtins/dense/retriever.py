@@ -73,12 +73,20 @@ class DenseRetriever:
     def compute(self) -> dict[str, Any]:
         """How the run computed (the result's ``compute`` block): the passage encoder's device and
         precision, the index's search device, count and score precision, and its bytes."""
+        from harness_builtins.dense.encoders import compute_precision
+
         passage = sides(self.encoder)[1] if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)) else self.encoder
         record: dict[str, Any] = {}
-        for key in ("device", "precision"):
-            value = getattr(passage, f"_{key}", None)  # resolved when the encoder ran; None if it never did
-            if isinstance(value, str):
-                record[f"encode_{key}"] = value
+        # resolved when the encoder ran (private on the engine's encoders: reading the public
+        # properties would resolve them now); ART's and REALM's are plain attributes
+        resolved = "_device" in vars(passage)
+        device = getattr(passage, "_device" if resolved else "device", None)
+        precision = getattr(passage, "_precision" if resolved else "precision", None)
+        device = str(device) if device is not None else None
+        if device is not None:
+            record["encode_device"] = device
+            if isinstance(precision, str):
+                record["encode_precision"] = compute_precision(precision, device)
         if self.dense_index is not None:
             record.update(self.dense_index.compute)
             record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))

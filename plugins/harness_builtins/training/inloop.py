@@ -214,12 +214,16 @@ class InLoopIndex:
         """Search ``cache``: this rank's shards in memory; on a GPU as the dense engine's exact
         flat index (:class:`~harness_builtins.dense.gpu_flat.TorchFlatIP`, float32 scores)."""
         from harness_builtins.dense.distributed import shard_owner
-        from harness_builtins.dense.gpu_flat import TorchFlatIP
+        from harness_builtins.dense.gpu_flat import TorchFlatIP, shortfall
 
         rank, world = _group()
         owned = [s for s in range(len(cache.shards)) if shard_owner(s, world) == rank]
         self.cache, self._slice, self._flat = cache, [], None
         devices = self._flat_devices()
+        rows = sum(len(cache.shards[s]) for s in owned)
+        if devices and (short := shortfall(cache.dim, rows, devices)):
+            raise HarnessError(f"the in-loop index's {rows} rows do not fit this process's GPU ({short}); "
+                               f"shard them over more processes (torchrun --nproc_per_node N)")
         if devices:
             self._flat = TorchFlatIP.from_shards([cache.shards[s] for s in owned], cache.dim,
                                                  sum(len(cache.shards[s]) for s in owned), devices)
