@@ -273,7 +273,10 @@ def _encode_rank(rank: int, world_size: int, port: int, root: str, encoder: str,
     from harness_builtins.dense.distributed import _destroy, encode_corpus_distributed
 
     model = DiesAtShardThree(root) if encoder == "dies" else Recording()
-    source = PositionalCorpus(PASSAGES) if corpus == "positional" else corpus_of(PASSAGES)
+    if corpus == "positional":
+        source = PositionalCorpus(PASSAGES)
+    else:  # "short": 37 passages, the last shard 5 rows
+        source = corpus_of(PASSAGES[:37] if corpus == "short" else PASSAGES)
     try:
         result = encode_corpus_distributed(model, source, root, shard_size=8, progress=False)
         report = {"encoded": {str(r): s for r, s in result.encoded.items()}, "skipped": result.skipped}
@@ -356,6 +359,27 @@ def test_a_killed_run_resumes_encoding_only_the_missing_shards(tmp_path, killed,
     assert shard_files(root) == shard_files(uninterrupted) and len(shard_files(root)) == 10
     meta = json.loads((cache_dir(root) / "meta.json").read_text())
     assert meta["complete"] is True and meta["dim"] == 4
+
+
+def test_a_killed_run_with_an_uneven_last_shard_resumes_to_the_same_bytes(tmp_path):
+    """37 passages in shards of 8 (the last 5 rows): two ranks killed after shards 0-2, restarted
+    with two ranks, encode rows 24-36 only and leave the bytes of one uninterrupted process."""
+    import torch.multiprocessing as mp
+
+    from harness_builtins.dense.embeddings import embed_corpus
+
+    root = tmp_path / "killed"
+    root.mkdir()
+    with pytest.raises(mp.ProcessExitedException):
+        spawn(2, root, encoder="dies", corpus="short")
+    assert sorted(p.name for p in cache_dir(root).glob("emb-*.npy")) == list(WRITTEN)
+    reports = spawn(2, root, corpus="short")
+    assert all("error" not in r for r in reports), reports
+    assert sorted(rows_of(reports[0]["titles"]) + rows_of(reports[1]["titles"])) == list(range(24, 37))
+    whole = tmp_path / "whole"
+    embed_corpus(Recording(), corpus_of(PASSAGES[:37]), whole, shard_size=8, progress=False)
+    assert shard_files(root) == shard_files(whole) and len(shard_files(root)) == 10
+    assert np.load(cache_dir(root) / "emb-00004.npy").shape == (5, 4)
 
 
 def test_embed_corpus_resumes_a_killed_distributed_run(tmp_path, killed, uninterrupted):

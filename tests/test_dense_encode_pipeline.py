@@ -1,4 +1,4 @@
-"""The encoding pipeline (dense/encoders.py ``encode_batches``): on CPU it gives exactly the
+"""The encoding pipeline (dense/pipeline.py ``encode_batches``): on CPU it gives exactly the
 vectors of a plain loop (tokenise all, sort by length, pad, forward); its threads stop when
 encoding ends or fails; the tokenizer's fast path gives the transformers tokenizer's tokens; ART
 and REALM run on it with a precision option; TF32 is switched on only around fp32 CUDA work."""
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from test_dense_models import tiny_models  # noqa: F401  (fixture)
 
-from harness_builtins.dense import encoders
-from harness_builtins.dense.encoders import LazyFeatures, Packed, TransformersEncoder, encode_batches
+from harness_builtins.dense import encoders, pipeline
+from harness_builtins.dense.encoders import TransformersEncoder
+from harness_builtins.dense.pipeline import LazyFeatures, Packed, encode_batches
 
 #: Very different lengths: one token of text, a title alone, up to past max_length (truncated).
 PASSAGES = [
@@ -144,9 +145,9 @@ def test_a_backend_that_disagrees_is_not_used(tiny_models, monkeypatch):
 
 def test_windows_sort_within_themselves_and_keep_input_order(tiny_models, monkeypatch):
     """The CUDA windows (1, 2, 4, ... batches), exercised on CPU."""
-    assert encoders.sort_windows(11, 2, "cuda:0") == [(0, 2), (2, 6), (6, 11)]
-    assert encoders.sort_windows(11, 2, "cpu") == [(0, 11)] and encoders.sort_windows(0, 2, "cuda") == []
-    monkeypatch.setattr(encoders, "sort_windows", lambda n, batch_size, device: [(0, 2), (2, 6), (6, 11)])
+    assert pipeline.sort_windows(11, 2, "cuda:0") == [(0, 2), (2, 6), (6, 11)]
+    assert pipeline.sort_windows(11, 2, "cpu") == [(0, 11)] and pipeline.sort_windows(0, 2, "cuda") == []
+    monkeypatch.setattr(pipeline, "sort_windows", lambda n, batch_size, device: [(0, 2), (2, 6), (6, 11)])
     enc = encoder(tiny_models.bert, pooling="mean", format="dpr", max_length=64, batch_size=2)
     widths: list[int] = []
     enc.on_batch = lambda rows, width: widths.append(width)
@@ -206,18 +207,18 @@ def test_tf32_only_around_fp32_cuda_work_and_recorded(tiny_models):
     import torch
 
     before = torch.backends.cuda.matmul.allow_tf32
-    with encoders._matmul_precision("cuda:0", "fp32"):
+    with pipeline.matmul_precision("cuda:0", "fp32"):
         assert torch.backends.cuda.matmul.allow_tf32
     assert torch.backends.cuda.matmul.allow_tf32 == before
     for device, precision in (("cuda", "fp16"), ("cuda", "bf16"), ("cpu", "fp32")):
-        with encoders._matmul_precision(device, precision):
+        with pipeline.matmul_precision(device, precision):
             assert torch.backends.cuda.matmul.allow_tf32 == before
     cpu = encoder(tiny_models.bert)
     cuda = encoder(tiny_models.bert, device="cpu", precision="fp32")
     cuda._device = "cuda"  # identity only: no GPU needed
     assert cpu.parameters()["precision"] == "fp32" and cuda.parameters()["precision"] == "tf32"
     assert cuda.identity() != cpu.identity()
-    assert encoders.resolve_precision("auto", "cuda") == "fp16" and encoders.resolve_precision("auto", "cpu") == "fp32"
+    assert pipeline.resolve_precision("auto", "cuda") == "fp16" and pipeline.resolve_precision("auto", "cpu") == "fp32"
 
 
 # --- ART and REALM on the pipeline ----------------------------------------------------------------

@@ -124,7 +124,7 @@ def _pretokenized_forward(encoder, passages, batch_size: int):
     ``passages`` (built once, outside the timing) under the encoder's autocast, [CLS] pooled."""
     import torch
 
-    from harness_builtins.dense.encoders import _autocast
+    from harness_builtins.dense.pipeline import autocast_for
 
     features = encoder.tokenize_passages(passages)
     features.sort(key=lambda f: -len(f["input_ids"]))
@@ -141,7 +141,7 @@ def _pretokenized_forward(encoder, passages, batch_size: int):
     model = encoder.model
 
     def run():
-        with torch.inference_mode(), _autocast("cuda", encoder.precision):
+        with torch.inference_mode(), autocast_for("cuda", encoder.precision):
             for batch in batches:
                 model(**batch).last_hidden_state[:, 0].float()
 

@@ -104,7 +104,7 @@ import torch
 from harness.errors import InputFileError
 
 from harness_builtins.dense.checkpoints import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
-from harness_builtins.dense.encoders import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
+from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
 
 ART_FORMAT = "harness.art-dual-encoder"
 ART_FORMAT_VERSION = 1
@@ -429,7 +429,7 @@ class ArtEncoder:
 
     Questions: ``[CLS] q [SEP]``; passages ``(title, text)``: ``[CLS] title [SEP] text [SEP]``;
     both at most 256 tokens, token types 0 (see the module docstring). Encoding runs on
-    :func:`.encoders.encode_batches` (length-sorted batches, tokenised in the background) under
+    :func:`.pipeline.encode_batches` (length-sorted batches, tokenised in the background) under
     ``precision`` (``auto``: fp16 autocast on GPU, fp32 on CPU); ``batch_size`` defaults to 128
     on GPU, 32 on CPU.
     """
@@ -567,7 +567,7 @@ def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, 
     """The ``art`` encoder: :meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory."""
     from harness.errors import HarnessError
 
-    from harness_builtins.dense.encoders import resolve_device
+    from harness_builtins.dense.pipeline import resolve_device
 
     if not model:
         raise HarnessError("encoder 'art' needs -o model=DIR (ART's checkpoint converted with `harness convert art`)")

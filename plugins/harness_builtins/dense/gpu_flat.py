@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 

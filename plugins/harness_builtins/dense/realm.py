@@ -90,7 +90,7 @@ from harness_builtins.dense.checkpoints import (
     tokenizer_digest,
     weights_digest,
 )
-from harness_builtins.dense.encoders import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
+from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
 
 REALM_FORMAT = "harness.realm-encoder"
 REALM_FORMAT_VERSION = 1
@@ -312,7 +312,7 @@ class RealmEncoder:
 
     Questions: ``[CLS] q [SEP]`` (segment 0). Passages ``(title, text)``: ``[CLS] title [SEP]
     text [SEP]`` (segments 0 / 1), at most 288 tokens, title kept first (ORQA's block format).
-    Encoding runs on :func:`.encoders.encode_batches` (length-sorted batches, tokenised in the
+    Encoding runs on :func:`.pipeline.encode_batches` (length-sorted batches, tokenised in the
     background) under ``precision`` (``auto``: fp16 autocast on GPU, fp32 on CPU);
     ``batch_size`` defaults to 128 on GPU, 32 on CPU.
     """
@@ -450,7 +450,8 @@ def load_realm_encoder(*, query_model: str | None = None, passage_model: str | N
     embedder)``, each a hub id (fetched with ``huggingface_hub``) or a directory."""
     from harness.errors import HarnessError
 
-    from harness_builtins.dense.encoders import hub_snapshot, resolve_device
+    from harness_builtins.dense.encoders import hub_snapshot
+    from harness_builtins.dense.pipeline import resolve_device
 
     if not query_model:
         raise HarnessError("encoder 'realm' needs -o query_model=REALM_CHECKPOINT")

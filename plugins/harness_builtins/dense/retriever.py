@@ -73,7 +73,7 @@ class DenseRetriever:
     def compute(self) -> dict[str, Any]:
         """How the run computed (the result's ``compute`` block): the passage encoder's device and
         precision, the index's search device, count and score precision, and its bytes."""
-        from harness_builtins.dense.encoders import compute_precision
+        from harness_builtins.dense.pipeline import compute_precision
 
         passage = sides(self.encoder)[1] if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)) else self.encoder
         record: dict[str, Any] = {}
