@@ -8,8 +8,9 @@ One :class:`Registry` per kind of extension; adding a kind means one hookspec in
 >>> loaded.value.search(["who wrote hamlet"], 10, context)      # doctest: +SKIP
 
 :func:`load` resolves ``NAME`` or ``NAME:ARGUMENT`` (a spec with an ``argument``, such as
-``hybrid:bm25+dpr-multi``), refuses options the spec does not declare (with a did-you-mean), and
-calls the spec's ``load``. Every caller that turns a name into an object goes through it.
+``hybrid:bm25+dpr-multi``), refuses options the spec does not declare (with a did-you-mean), checks
+and coerces the given values with the spec's declarations (:class:`harness.api.Option`: types,
+bounds, choices), and calls the spec's ``load``. Every caller that turns a name into an object goes through it.
 
 A plugin whose hook raises, or registers a record of the wrong type, is recorded as that plugin's
 failure (:mod:`harness.plugins`) and contributes nothing to that kind; the other plugins' entries
@@ -19,7 +20,6 @@ other name works. ``HARNESS_STRICT_PLUGINS=1`` makes both errors at once.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -32,6 +32,8 @@ from harness.api import (
     LossSpec,
     MetricSpec,
     MinerSpec,
+    OptionError,
+    Options,
     PublishedTable,
     RerankerSpec,
     RetrieverSpec,
@@ -40,6 +42,7 @@ from harness.api import (
     TrainingDataSpec,
     VariantSpec,
 )
+from harness.api import check_options as api_check_options
 from harness.errors import HarnessError, UnknownNameError
 
 T = TypeVar("T")
@@ -242,30 +245,25 @@ class Loaded(Generic[T]):
     value: Any = None
 
 
-def declared_options(spec: object) -> Mapping[str, Any]:
-    """The options a spec declares (``options``; none for specs without that field)."""
+def declared_options(spec: object) -> Options:
+    """The options a spec declares (``options``; none for specs without that field), as
+    :class:`~harness.api.Options` (name -> default, with each name's declaration)."""
     options = getattr(spec, "options", None)
-    return options if isinstance(options, Mapping) else {}
+    return Options(options) if isinstance(options, Mapping) else Options()
 
 
 def check_options(kind: str, name: str, known: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` as a dict when ``known`` (the declared options) has every key; else a
-    one-line error with a did-you-mean and the declared options."""
-    for key in options:
-        if not isinstance(key, str) or key not in known:
-            noun = KINDS[kind].noun if kind in KINDS else kind
-            message = f"{noun} {name!r} has no option {key!r}"
-            close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
-            if close:
-                message += f"; did you mean {close[0]!r}?"
-            message += f" (options: {', '.join(sorted(known)) or 'none'})"
-            raise HarnessError(message)
-    return dict(options)
+    """``options`` checked against ``known`` (declared options: plain defaults or
+    :class:`~harness.api.Option` objects) and coerced, by :func:`harness.api.check_options`: an
+    undeclared name (with a did-you-mean and the declared options) or a value its declaration
+    refuses is a one-line :class:`~harness.api.OptionError` naming the ``kind``'s thing ``name``."""
+    noun = KINDS[kind].noun if kind in KINDS else kind
+    return api_check_options(known, options, where=f"{noun} {name!r}")
 
 
 def resolve(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Loaded:
-    """Find ``name`` (``NAME`` or ``NAME:ARGUMENT``) of ``kind`` and check ``options``, without
-    loading anything."""
+    """Find ``name`` (``NAME`` or ``NAME:ARGUMENT``) of ``kind`` and check ``options`` (names and
+    values; :attr:`Loaded.options` holds them coerced), without loading anything."""
     entry = registry(kind).entry(name)
     argument = name.partition(":")[2] if getattr(entry.spec, "name", name) != name else None
     checked = check_options(kind, name, declared_options(entry.spec), options or {})
@@ -285,6 +283,8 @@ def load(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Load
         kwargs["argument"] = found.argument
     try:
         value = load_fn(**kwargs)
+    except OptionError:  # already one line naming what it checked
+        raise
     except (TypeError, ValueError) as exc:
         raise HarnessError(f"{KINDS[kind].noun} {name!r}: {exc}") from exc
     return Loaded(

@@ -93,7 +93,7 @@ def _fail(message: str) -> None:
 
 
 def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]) -> tuple[str, Retriever]:
-    from harness.errors import HarnessError
+    from harness.api import OptionError
     from harness.registry import check_options, registry
 
     argument = None
@@ -110,8 +110,8 @@ def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]
             _fail(f"retriever {name!r}: RetrieverSpec.options is not JSON-serialisable: {exc}")
         try:
             options = check_options("retrievers", name, retriever.options, options)
-        except HarnessError as exc:
-            _fail(f"{exc}: the retriever declares no such option in RetrieverSpec.options")
+        except OptionError as exc:
+            _fail(f"{exc}: the retriever declares no such option in RetrieverSpec.options" if exc.unknown else str(exc))
         loaded = retriever.load(**options, **({"argument": argument} if argument is not None else {}))
     else:
         if options:

@@ -4,10 +4,12 @@ Runs after ``scripts/train_demo_variants.py`` (it needs ``RUNS/small-bert`` and 
 ``RUNS/dpr``), offline, with tiny models:
 
 - **demo-t5**: a small T5 (2+2 layers, d_model 128, the MiniLM WordPiece vocabulary) trained from
-  scratch on ``demo-train`` for two tasks: UPR's question likelihood (``Passage: {title} {text}.
-  Please write a question based on this passage.`` -> ``Question: {question}``) and question
-  generation (``answer: {answer} context: {title} {text}`` -> the question). It is the ART
-  teacher and the question generator: no pre-trained sequence-to-sequence model exists offline.
+  scratch on ``demo-train`` for two tasks: the question likelihood the ``art`` loss asks its
+  teacher for, on exactly the strings the loss feeds it by default (ART's code: ``Passage: {title}
+  {text} . Please write a question based on this passage.`` -> ``Question: {question}``, no ``?``
+  added; demo's questions all end with one), and question generation (``answer: {answer}
+  context: {title} {text}`` -> the question). It is the ART teacher and the question generator:
+  no pre-trained sequence-to-sequence model exists offline.
 - **qsft** and **specialised**: query-side fine-tuning of ``RUNS/dpr`` on ``demo-train``'s
   questions against the frozen ``demo`` index (one encoder for all questions; one per relation).
 - **art**: ``RUNS/small-bert`` trained by ART on ``demo-train``'s questions (no passages) with the
@@ -58,6 +60,7 @@ def train_demo_t5(target: Path, epochs: int) -> None:
     from harness import registry
     from harness.data.training import suite_training_examples
     from harness.evaluate import make_context
+    from harness_builtins.common.seq2seq import ART_PASSAGE_PROMPT, ART_QUESTION_TARGET, passage_prompt, question_target
 
     suite = registry.load("suites", "demo-train", {}).value
     examples, _ = suite_training_examples(suite, registry.load("retrievers", "bm25", {}).value, name="bm25",
@@ -69,8 +72,9 @@ def train_demo_t5(target: Path, epochs: int) -> None:
     pairs = []
     for e in examples:
         p = e.positives[0]
-        question = e.question.strip() if e.question.strip().endswith("?") else e.question.strip() + "?"
-        pairs.append((f"Passage: {p.title} {p.text}. Please write a question based on this passage.", f"Question: {question}"))
+        # what the art loss scores by default (its teacher's prompt and target, no "?" added)
+        pairs.append((passage_prompt(p.title, p.text, ART_PASSAGE_PROMPT),
+                      question_target(e.question, question_mark=False, template=ART_QUESTION_TARGET)))
         pairs.append((f"answer: {e.answers[0]} context: {p.title} {p.text}", e.question.strip()))
     torch.manual_seed(0)
     config = T5Config(vocab_size=len(tokenizer), d_model=128, d_ff=512, d_kv=32, num_layers=2, num_decoder_layers=2,

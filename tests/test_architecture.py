@@ -151,3 +151,107 @@ def test_documented_imports_keep_working():
     import harness.types
 
     assert harness.types.RetrieverSpec is harness.api.RetrieverSpec
+
+
+# --- built-in plugins share code only through harness_builtins.common ----------------------------
+
+#: The built-ins' shared package: any plugin may import it; it imports no plugin.
+SHARED = "harness_builtins.common"
+
+#: The imports of one built-in plugin package's modules by another's that remain, each with why it
+#: is not in the shared package. (importer module, imported module) -> reason.
+ALLOWED_CROSS_PLUGIN_IMPORTS = {
+    ("harness_builtins.training.inloop", "harness_builtins.dense.embeddings"):
+        "the in-loop index is the dense plugin's embedding cache (float16 shards), reused by dense runs",
+    ("harness_builtins.training.inloop", "harness_builtins.dense.distributed"):
+        "re-embedding the corpus on every rank is the dense plugin's distributed encode engine",
+    ("harness_builtins.training.inloop", "harness_builtins.dense.gpu_flat"):
+        "in-loop search is the dense plugin's exact GPU flat index",
+}
+
+
+def _plugin_of(module: str) -> str | None:
+    """``harness_builtins.dense`` for ``harness_builtins.dense.index``; ``None`` for the
+    top-level package and modules outside the built-ins."""
+    parts = module.split(".")
+    if parts[0] != "harness_builtins" or len(parts) < 2:
+        return None
+    return ".".join(parts[:2])
+
+
+def _cross_plugin_imports() -> set[tuple[str, str]]:
+    found = set()
+    for module, path in MODULES.items():
+        own = _plugin_of(module)
+        if own is None:
+            continue
+        for imported in _imports(module, path):
+            other = _plugin_of(imported)
+            if other is not None and other != own and other != SHARED:
+                found.add((module, imported))
+    return found
+
+
+def test_builtin_plugins_import_each_other_only_through_the_shared_package():
+    """A built-in plugin package imports another's modules only through harness_builtins.common,
+    except the allow-listed imports (each with its reason); a listed import that is gone must
+    leave the list too. The shared package imports no plugin."""
+    found = _cross_plugin_imports()
+    assert all(reason for reason in ALLOWED_CROSS_PLUGIN_IMPORTS.values())
+    assert sorted(found - set(ALLOWED_CROSS_PLUGIN_IMPORTS)) == []
+    assert sorted(set(ALLOWED_CROSS_PLUGIN_IMPORTS) - found) == []
+    shared = {(m, i) for m, path in MODULES.items() if _plugin_of(m) == SHARED
+              for i in _imports(m, path) if _plugin_of(i) not in (None, SHARED)}
+    assert shared == set()
+
+
+def test_the_training_losses_import_nothing_of_the_rerank_plugin():
+    """The ART teacher's scorer comes from the shared package, and only when an ART loss is built."""
+    path = MODULES["harness_builtins.training.losses"]
+    assert not {i for i in _imports("harness_builtins.training.losses", path) if i.startswith("harness_builtins.rerank")}
+    top = {i for i in _imports("harness_builtins.training.losses", path, runtime_only=True)
+           if i.startswith("harness_builtins.common")} & _module_level_imports(path)
+    assert top == set()
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """The ``harness_builtins`` modules a file imports at module level (``from X import Y``: X and X.Y)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return out
+
+
+def test_no_private_name_crosses_plugin_packages():
+    """No built-in imports a private (``_``) name of another plugin package or of the shared
+    package, nor reaches one as an attribute of such a module (``upr._template``)."""
+    offenders = []
+    for module, path in MODULES.items():
+        own = _plugin_of(module)
+        if own is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}  # local name -> another package's module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if _plugin_of(node.module) in (None, own):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_"):
+                        offenders.append(f"{module} imports {node.module}.{alias.name}")
+                    if f"{node.module}.{alias.name}" in MODULES:
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _plugin_of(alias.name) not in (None, own) and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_")):
+                offenders.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
+    assert offenders == []

@@ -50,10 +50,13 @@ def test_no_usable_java_says_what_to_install(tmp_path, monkeypatch):
 
 
 def test_bad_parameters_are_user_errors():
-    with pytest.raises(HarnessError, match="k1 and b must be numbers"):
-        BM25Retriever(k1="high")
-    with pytest.raises(HarnessError, match="0 <= b <= 1"):
-        BM25Retriever(b=1.5)
+    from harness import registry
+
+    with pytest.raises(HarnessError, match=r"^retriever 'bm25': option k1 must be a number >= 0, got 'high'$"):
+        registry.load("retrievers", "bm25", {"k1": "high"})
+    with pytest.raises(HarnessError, match=r"^retriever 'bm25': option b must be a number from 0 to 1, got 1.5$"):
+        registry.load("retrievers", "bm25", {"b": 1.5})
+    assert registry.resolve("retrievers", "bm25", {"k1": "1.2", "b": 0}).options == {"k1": 1.2, "b": 0.0}
 
 
 CORPUS = InMemoryCorpus(

@@ -218,7 +218,10 @@ def test_tf32_only_around_fp32_cuda_work_and_recorded(tiny_models):
     cuda._device = "cuda"  # identity only: no GPU needed
     assert cpu.parameters()["precision"] == "fp32" and cuda.parameters()["precision"] == "tf32"
     assert cuda.identity() != cpu.identity()
-    assert pipeline.resolve_precision("auto", "cuda") == "fp16" and pipeline.resolve_precision("auto", "cpu") == "fp32"
+    assert pipeline.encoder_precision("auto", "cuda") == "fp16" and pipeline.encoder_precision("auto", "cpu") == "fp32"
+    on_gpu = encoder(tiny_models.bert, device="cpu")
+    on_gpu._device = "cuda"  # precision only: no GPU needed
+    assert on_gpu.precision == "fp16"  # the encoders' autocast (sequence-to-sequence models take bf16)
 
 
 # --- ART and REALM on the pipeline ----------------------------------------------------------------

@@ -165,9 +165,10 @@ def test_bad_settings_are_one_line_errors(tmp_path, t5_dir):
     assert "prompt must be text using exactly {title}, {text}" in error(answers="generate", prompt="{answer} {text}")
     assert "not a valid template" in error(prompt="{answer} {title} {text")
     assert "answers must be one of extract, generate" in error(answers="both")
-    assert "per_passage must be a positive integer, got 0" in error(per_passage=0)
-    assert "passages must be a positive integer, got -3" in error(passages=-3)
-    assert "negatives must be an integer >= 0" in error(negatives=-1)
+    assert error(per_passage=0) == "generate-questions: option per_passage must be an integer >= 1, got 0"
+    assert error(passages=-3) == "generate-questions: option passages must be an integer >= 1 or null, got -3"
+    assert error(negatives=-1) == "generate-questions: option negatives must be an integer >= 0, got -1"
+    assert error(seed=True) == "generate-questions: option seed must be an integer >= 0, got True"
     assert "needs num_beams >= 2" in error(answers="generate", per_passage=2)
     assert "separator must be text" in error(answers="generate", separator="  ")
     assert "unknown suite 'dmeo'" in error(corpus="dmeo")

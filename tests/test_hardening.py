@@ -205,7 +205,7 @@ def test_a_deeply_nested_spec_is_one_line(tmp_path, monkeypatch):
         (["--k", "99999999999999999999"], "deeper than harness retrieves"),
         (["--k", "１２"], "not a positive integer"),
         (["--k", "٣"], "not a positive integer"),
-        (["-o", "k1=nan"], "need k1 >= 0"),
+        (["-o", "k1=nan"], "retriever 'bm25': option k1 must be a number >= 0, got 'nan'"),
     ],
 )
 def test_unusable_option_values_are_one_line_errors(capsys, argv, fragment):

@@ -445,8 +445,8 @@ def test_the_alpha_used_is_recorded_in_the_result(registries, tmp_path, suite, o
         ("rrf:test-overlap", {}, r"rrf fuses 2 or more retrievers, got 1"),
         ("rrf:test-overlap+test-rare-words+test-overlap", {}, r"'test-overlap' appears twice"),
         ("hybrid:test-overlap+test-overlap", {}, r"'test-overlap' appears twice"),
-        ("hybrid:test-rare-words+test-overlap", {"alpha": -1}, r"alpha must be a number >= 0, got -1"),
-        ("hybrid:test-rare-words+test-overlap", {"alpha": "high"}, r"alpha must be a number >= 0, got 'high'"),
+        ("hybrid:test-rare-words+test-overlap", {"alpha": -1}, r"^retriever 'hybrid:test-rare-words\+test-overlap': option alpha must be a number >= 0 or auto, got -1$"),
+        ("hybrid:test-rare-words+test-overlap", {"alpha": "high"}, r"option alpha must be a number >= 0 or auto, got 'high'"),
         ("hybrid:test-rare-words+test-overlap", {"depth": 0}, r"depth must be an integer from 1 to 10000, got 0"),
         ("hybrid:test-rare-words+test-overlap", {"normalize": "maybe"}, r"normalize must be true or false"),
         ("rrf:test-rare-words+test-overlap", {"rrf_k": -60}, r"rrf_k must be a number >= 0"),
@@ -461,13 +461,13 @@ def test_errors_are_one_line_and_name_the_problem(registries, tmp_path, name, op
 
 
 def test_option_values_from_the_command_line_are_parsed(registries):
-    from harness.registry import retrievers
+    from harness.registry import load
 
-    model = retrievers().get("hybrid").load(
-        argument="test-rare-words+test-overlap", alpha="1.5", depth="50", normalize="true"
-    )
+    model = load("retrievers", "hybrid:test-rare-words+test-overlap", {"alpha": "1.5", "depth": "50", "normalize": "true"}).value
     assert (model.alpha, model.depth, model.normalize) == (1.5, 50, True)
-    assert retrievers().get("rrf").load(argument="test-rare-words+test-overlap", rrf_k=60.0).parameters()["rrf_k"] == 60
+    model = load("retrievers", "hybrid:test-rare-words+test-overlap", {"alpha": "AUTO", "depth": 50, "normalize": 0}).value
+    assert (model.explicit_alpha, model.depth, model.normalize) == (None, 50, False)
+    assert load("retrievers", "rrf:test-rare-words+test-overlap", {"rrf_k": 60.0}).value.parameters()["rrf_k"] == 60
 
 
 def test_specs_are_cheap_and_documented():

@@ -210,9 +210,11 @@ def test_harder_batches_needs_labels_or_vectors():
         HarderBatchesSampler()(examples, 2, random.Random(0))
     with pytest.raises(ValueError):
         HarderBatchesSampler(vectors=blobs(), backend="numpy")(examples, 2, random.Random(0))  # 16 vectors, 4 examples
-    for options in ({"by": "topic"}, {"clusters": 0}, {"backend": "faiss"}, {"vectors": [[1.0]], "embed": len}):
-        with pytest.raises(ValueError):
-            HarderBatchesSampler(**options)
+    for options in ({"by": "topic"}, {"clusters": 0}, {"backend": "faiss"}):  # checked by the declarations
+        with pytest.raises(ValueError, match=f"^sampler 'harder-batches': option {next(iter(options))} must be "):
+            build_sampler("harder-batches", **options)
+    with pytest.raises(ValueError, match="vectors or embed, not both"):
+        HarderBatchesSampler(vectors=[[1.0]], embed=len)
 
 
 def test_sampler_registry():
@@ -256,9 +258,10 @@ def test_shuffle_words_probability():
     half = ShuffleWords(probability=0.5)
     outputs = [half(TEXT, random.Random(s)) for s in range(40)]
     assert TEXT in outputs and any(o != TEXT for o in outputs)
-    for bad in (-0.1, 1.5, "x", float("nan")):
-        with pytest.raises(ValueError):
-            ShuffleWords(probability=bad)
+    for bad in (-0.1, 1.5, "x", float("nan"), True):
+        with pytest.raises(ValueError, match="^augmentation 'shuffle-words': option probability must be a number from 0 to 1, got "):
+            build_augmentation("shuffle-words", probability=bad)
+    assert build_augmentation("shuffle-words", probability="0.5").probability == 0.5
 
 
 def test_augmentation_registry():

@@ -1,4 +1,5 @@
-"""UPR with a tiny T5 built here and loaded like a hub id: scores equal a log-likelihood computed by
+"""UPR with a tiny T5 built here and loaded like a hub id: the tokenizer is fed UPR's code's exact
+prompt and target (the question mark by suite), scores equal a log-likelihood computed by
 hand from the model's logits, batching and order do not change them, ties keep first-stage order,
 the disk cache returns identical scores and is never shared across models or prompts (and several
 processes re-ranking into one cache get a single process's scores), several model replicas score
@@ -47,13 +48,14 @@ def upr(model, **options):
     return registry.load("rerankers", "upr", {"model": str(model), **options}).value
 
 
-def by_hand(model, tokenizer, question, title, text):
-    """log p("Question: {question}?" | "Passage: {title} {text}. Please ...") from the logits."""
+def by_hand(model, tokenizer, question, title, text, mark=""):
+    """log p("Question: {question}{mark}" | "Passage:  {title} {text}. Please ...") from the logits
+    (UPR's strings: ``mark`` is "?" on NQ and EfficientQA)."""
     import torch
 
-    source = tokenizer(f"Passage: {title} {text}. Please write a question based on this passage.",
+    source = tokenizer(f"Passage:  {title} {text}. Please write a question based on this passage.",
                        return_tensors="pt", truncation=True, max_length=512)
-    labels = tokenizer(f"Question: {question}?", return_tensors="pt").input_ids
+    labels = tokenizer(f"Question: {question}{mark}", return_tensors="pt").input_ids
     start = torch.tensor([[model.config.decoder_start_token_id]])
     decoder = torch.cat([start, labels[:, :-1]], dim=1)
     with torch.no_grad():
@@ -77,12 +79,14 @@ def test_scores_equal_the_log_likelihood_computed_by_hand(t5_dir):
     expected = [by_hand(model, tokenizer, QUESTION, t, x) for t, x in PASSAGES]
     assert scores == pytest.approx(expected, abs=1e-4)
     assert all(s < 0 for s in scores) and len(set(scores)) == len(scores)
+    on_nq = reranker.score(QUESTION, PASSAGES, suite="nq")
+    assert on_nq == pytest.approx([by_hand(model, tokenizer, QUESTION, t, x, "?") for t, x in PASSAGES], abs=1e-4)
 
 
 def test_other_templates_are_scored_as_given(t5_dir):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from harness_builtins.rerank.upr import question_log_likelihoods
+    from harness_builtins.common.seq2seq import question_log_likelihoods
 
     model = AutoModelForSeq2SeqLM.from_pretrained(t5_dir).eval()
     tokenizer = AutoTokenizer.from_pretrained(t5_dir)
@@ -102,11 +106,96 @@ def test_batching_and_order_do_not_change_scores(t5_dir):
 
 
 def test_the_target_ends_with_a_question_mark_once():
-    from harness_builtins.rerank.upr import question_target
+    from harness_builtins.common.seq2seq import question_target
 
-    assert question_target("who wrote hamlet") == "Question: who wrote hamlet?"
-    assert question_target("who wrote hamlet?") == "Question: who wrote hamlet?"
+    assert question_target("who wrote hamlet", question_mark=True) == "Question: who wrote hamlet?"
+    assert question_target("who wrote hamlet?", question_mark=True) == "Question: who wrote hamlet?"
     assert question_target("who wrote hamlet", question_mark=False) == "Question: who wrote hamlet"
+    assert question_target("who wrote hamlet") == "Question: who wrote hamlet"  # as ART, and UPR off NQ
+
+
+class Recording:
+    """A tokenizer that records the texts it is given, then tokenises them as the real one."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def __call__(self, text, **options):
+        self.texts.extend([text] if isinstance(text, str) else text)
+        return self.inner(text, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_the_tokenizer_is_fed_upr_s_exact_strings(tmp_path, t5_dir):
+    """The default prompt and target are UPR's code, branch ``main`` (commit a05d296) of
+    DevSinghSachan/unsupervised-passage-reranking:
+
+    ``upr.py`` line 103::
+
+        ids = "{} {} {}. {}".format(self.args.verbalizer_head, title, text, self.args.verbalizer)
+
+    with (``upr.py`` lines 316-320) ``--verbalizer`` default ``"Please write a question based on
+    this passage."`` and ``--verbalizer-head`` default ``"Passage: "`` (so two spaces follow the
+    colon); ``utils/openqa_dataset.py`` lines 34-38 and 51::
+
+        if "trivia" in filepath or 'webq' in filepath or 'entity-questions' in filepath \\
+                or "BEIR" in filepath or "squad" in filepath:
+            self.ques_punc = ""
+        elif "nq" in filepath or "efficientqa" in filepath:
+            self.ques_punc = "?"
+        ...
+        decoder_prompt = "Question: {}{}".format(row['question'], self.ques_punc)
+
+    The re-ranker learns the suite from its run context (``question_mark: auto``)."""
+    title, text = PASSAGES[3]
+    prompt = "Passage:  Carrot Orange root.. Please write a question based on this passage."
+    assert prompt == "{} {} {}. {}".format("Passage: ", title, text, "Please write a question based on this passage.")
+    for suite, target in (("nq", "Question: what colour is a banana?"), ("efficientqa-dev", "Question: what colour is a banana?"),
+                          ("trivia", "Question: what colour is a banana"), ("entityquestions", "Question: what colour is a banana"),
+                          (None, "Question: what colour is a banana")):
+        reranker = upr(t5_dir, cache=False)
+        reranker._loaded()
+        reranker._tokenizer = spy = Recording(reranker._tokenizer)
+        reranker.rerank([QUESTION], [candidates([PASSAGES[3]])], RunContext(cache_dir=tmp_path, progress=False, suite=suite))
+        assert spy.texts == [target, prompt], suite
+        assert reranker.parameters()["question_mark"] is target.endswith("?")
+    # the options reach the other variants: "?" on every suite, and this harness's earlier prompt
+    old = upr(t5_dir, cache=False, question_mark=True,
+              passage_prompt="Passage: {title} {text}. Please write a question based on this passage.")
+    old._loaded()
+    old._tokenizer = spy = Recording(old._tokenizer)
+    old.rerank([QUESTION], [candidates([PASSAGES[3]])], RunContext(cache_dir=tmp_path, progress=False, suite="trivia"))
+    assert spy.texts == ["Question: what colour is a banana?",
+                         "Passage: Carrot Orange root.. Please write a question based on this passage."]
+
+
+def test_the_question_mark_follows_upr_s_rule_for_every_suite():
+    """UPR adds "?" for NQ and EfficientQA questions only (``utils/openqa_dataset.py``)."""
+    from harness import registry
+    from harness_builtins.common.seq2seq import reference_question_mark
+
+    marked = {name for name in registry.suites().names() if reference_question_mark(name)}
+    assert {"nq", "nq-dev", "nq-open", "nq-open-dev", "efficientqa-dev"} <= marked
+    assert all(name.startswith(("nq", "efficientqa")) for name in marked)
+    for name in ("trivia", "trivia-dev", "wq", "squad", "entityquestions", "curated", "demo", "", None):
+        assert not reference_question_mark(name)
+
+
+def test_auto_keeps_one_cache_per_question_mark_and_records_the_mark_used(tmp_path, t5_dir):
+    cands = candidates()
+    nq = upr(t5_dir)
+    assert nq.parameters()["question_mark"] == "auto"
+    nq.rerank([QUESTION], [cands], RunContext(cache_dir=tmp_path, progress=False, suite="nq"))
+    assert nq.parameters()["question_mark"] is True and nq.counts == [5, 0]
+    marked = upr(t5_dir, question_mark=True)  # the same scores: read from the cache
+    marked.rerank([QUESTION], [cands], RunContext(cache_dir=tmp_path, progress=False, suite="trivia"))
+    assert marked.counts == [0, 5] and marked.parameters() == nq.parameters()
+    trivia = upr(t5_dir)
+    trivia.rerank([QUESTION], [cands], RunContext(cache_dir=tmp_path, progress=False, suite="trivia"))
+    assert trivia.counts == [5, 0] and trivia.parameters()["question_mark"] is False
+    assert len(list((tmp_path / "rerank" / "upr").glob("*.sqlite"))) == 2
 
 
 def test_ties_keep_first_stage_order(tmp_path, t5_dir):
@@ -144,8 +233,8 @@ def test_an_interrupted_reranking_resumes_from_the_cache(tmp_path, t5_dir):
     broken = upr(t5_dir)
     real = broken.score_each
 
-    def interrupted(items):
-        for (question, _), scores in zip(items, real(items)):
+    def interrupted(items, **options):
+        for (question, _), scores in zip(items, real(items, **options)):
             if question == questions[2]:
                 raise KeyboardInterrupt
             yield scores
@@ -162,7 +251,7 @@ def test_the_cache_is_keyed_by_model_prompt_settings_and_passage_text(tmp_path, 
     context = RunContext(cache_dir=tmp_path, progress=False)
     cands = candidates()
     upr(t5_dir).rerank([QUESTION], [cands], context)
-    others = (upr(other_t5_dir), upr(t5_dir, question_mark=False), upr(t5_dir, max_passage_length=16),
+    others = (upr(other_t5_dir), upr(t5_dir, question_mark=True), upr(t5_dir, max_passage_length=16),
               upr(t5_dir, question_target="{question}"), upr(t5_dir, passage_prompt="{title}: {text}"))
     for other in others:
         other.rerank([QUESTION], [cands], context)
@@ -203,9 +292,12 @@ def test_bad_options_are_one_line_errors(t5_dir):
     for options, fragment in (
         ({"model": str(t5_dir), "precision": "fp8"}, "precision must be one of"),
         ({"model": str(t5_dir), "precision": "fp16"}, "fp16 needs a GPU"),
-        ({"model": str(t5_dir), "batch_size": 0}, "batch_size must be a positive integer"),
+        ({"model": str(t5_dir), "batch_size": 0}, "re-ranker 'upr': option batch_size must be an integer >= 1 or null, got 0"),
         ({"model": str(t5_dir), "question_target": "Q: {q}"}, "question_target must be text using exactly {question}"),
-        ({"model": str(t5_dir), "passage_prompt": "{text"}, "passage_prompt: '{text' is not a valid template"),
+        ({"model": str(t5_dir), "passage_prompt": "{text"}, "option passage_prompt must be text using exactly {title}, {text}, got '{text'"),
+        ({"model": str(t5_dir), "question_mark": "maybe"}, "option question_mark must be true, false or auto, got 'maybe'"),
+        ({"model": str(t5_dir), "cache": "maybe"}, "option cache must be true or false, got 'maybe'"),
+        ({"model": str(t5_dir), "max_passage_length": 0}, "option max_passage_length must be an integer >= 1, got 0"),
         ({"model": ""}, "a model name or directory is required"),
         ({"model": str(t5_dir), "device": "bogus"}, "device must be auto, cpu, cuda or cuda:N, got 'bogus'"),
         ({"model": str(t5_dir), "device": 3}, "device must be auto, cpu, cuda or cuda:N, or a list of devices, got 3"),
@@ -240,7 +332,7 @@ def test_the_device_option_picks_gpus(monkeypatch):
     import torch
 
     from harness.errors import HarnessError
-    from harness_builtins.rerank.models import resolve_devices
+    from harness_builtins.common.devices import resolve_devices
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
@@ -267,7 +359,7 @@ def test_replicas_score_exactly_as_one_device_in_order(t5_dir, monkeypatch):
     """Two (and three) CPU replicas, each batch scored by whichever replica is free: the scores of
     every question equal one replica's bit for bit, in the passages' order, and each replica
     scored some of the batches."""
-    import harness_builtins.rerank.upr as module
+    import harness_builtins.common.seq2seq as module
 
     items = [(q, PASSAGES[n:] + PASSAGES[:n]) for n, q in enumerate(QUESTIONS)]
     one = upr(t5_dir, device="cpu", batch_size=2)
@@ -295,7 +387,7 @@ def test_replicas_score_exactly_as_one_device_in_order(t5_dir, monkeypatch):
 
 
 def test_a_failing_replica_is_raised_and_every_replica_stops(t5_dir, monkeypatch):
-    import harness_builtins.rerank.upr as module
+    import harness_builtins.common.seq2seq as module
 
     real, calls = module._score_batch, []
 
@@ -416,6 +508,7 @@ def _bm25_on_demo_reranked(tmp_path, t5_dir, capsys, main):
     assert reranker["name"] == "upr" and reranker["plugin"] == "rerank" and reranker["depth"] == 5
     assert reranker["parameters"]["model"].startswith("tiny-t5 (sha256:")
     assert reranker["parameters"]["precision"] == "fp32"
+    assert reranker["parameters"]["question_mark"] is False  # auto on demo: UPR adds "?" on NQ and EfficientQA only
     assert data["compute"]["reranker"] == {"score_device": "cpu", "score_devices": 1, "score_precision": "fp32"}
     board = tmp_path / "LB.md"
     assert main(["leaderboard", "--results-dir", str(results), "--output", str(board)]) == 0

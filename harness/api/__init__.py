@@ -12,6 +12,9 @@
   miners, augmentations), :class:`VariantSpec` with its :class:`Recipe`, and
   :class:`TrainingDataSpec` (named training sets)
 - :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
+- :mod:`harness.api.options`     :class:`Option` (a spec option's default, type and bounds), the
+  :class:`Options` every spec keeps, :func:`check_options` and the helpers for common kinds
+  (:func:`positive_int`, :func:`probability`, :func:`choice`, ...)
 
 Records are frozen, keyword-only dataclasses. Specs are cheap metadata: constructing one must not
 import torch, pyserini or anything heavy, and must not read data; heavy work happens in a spec's
@@ -21,6 +24,24 @@ import torch, pyserini or anything heavy, and must not read data; heavy work hap
 from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
+from harness.api.options import (
+    Option,
+    OptionError,
+    Options,
+    boolean,
+    check_options,
+    choice,
+    integer,
+    non_negative_float,
+    non_negative_int,
+    number,
+    path,
+    positive_float,
+    positive_int,
+    probability,
+    template,
+    text,
+)
 from harness.api.published import PublishedRow, PublishedTable
 from harness.api.retrievers import (
     MAX_K,
@@ -89,4 +110,20 @@ __all__ = [
     "Candidate",
     "Reranker",
     "RerankerSpec",
+    "Option",
+    "OptionError",
+    "Options",
+    "boolean",
+    "check_options",
+    "choice",
+    "integer",
+    "non_negative_float",
+    "non_negative_int",
+    "number",
+    "path",
+    "positive_float",
+    "positive_int",
+    "probability",
+    "template",
+    "text",
 ]

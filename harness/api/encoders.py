@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from harness.api.options import Options
+
 if TYPE_CHECKING:  # pragma: no cover - numpy is imported by encoders, not by registering them
     import numpy as np
 
@@ -50,8 +52,8 @@ class Encoder(Protocol):
 class EncoderSpec:
     """An encoder a plugin offers. ``load(**options)`` returns an :class:`Encoder`.
 
-    ``options`` documents the keyword options ``load`` accepts, with their defaults (model
-    locations, pooling, batch size, device...). The dense engine registers a retriever called
+    ``options`` documents the keyword options ``load`` accepts, with their defaults or
+    :class:`~harness.api.Option` declarations (model locations, pooling, batch size, device...). The dense engine registers a retriever called
     ``name`` whose options are these plus the engine's own (index kind and parameters, shard size);
     ``harness run --retriever NAME -o key=value`` sets either.
     """
@@ -60,3 +62,6 @@ class EncoderSpec:
     description: str
     load: Callable[..., Encoder]
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", Options(self.options))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from harness.api.corpus import Passage
+from harness.api.options import Options
 from harness.api.retrievers import Hit, Ranking, RunContext
 
 #: How many of the first stage's hits are re-ranked unless ``--rerank-depth`` says otherwise.
@@ -54,7 +55,8 @@ class Reranker(Protocol):
 class RerankerSpec:
     """A re-ranker a plugin offers. ``load(**options)`` returns a :class:`Reranker`.
 
-    ``options`` documents the keyword options ``load`` accepts, with their defaults; users set them
+    ``options`` documents the keyword options ``load`` accepts, with their defaults or
+    :class:`~harness.api.Option` declarations (checked before ``load``); users set them
     with ``harness run --rerank NAME -R key=value`` (``-o`` stays the first stage's). ``depth`` is
     how many first-stage hits it re-ranks unless ``--rerank-depth`` says otherwise (``None``:
     :data:`DEFAULT_RERANK_DEPTH`).
@@ -65,3 +67,6 @@ class RerankerSpec:
     load: Callable[..., Reranker]
     options: Mapping[str, Any] = field(default_factory=dict)
     depth: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", Options(self.options))

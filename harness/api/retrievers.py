@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from harness.api.corpus import Corpus
+from harness.api.options import Options
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,8 +84,10 @@ class ReportsCompute(Protocol):
 class RetrieverSpec:
     """A retriever a plugin offers. ``load(**options)`` returns a :class:`Retriever`.
 
-    ``options`` documents the keyword options ``load`` accepts, with their defaults; users set them
-    with ``harness run --retriever NAME -o key=value``.
+    ``options`` documents the keyword options ``load`` accepts, with their defaults or
+    :class:`~harness.api.Option` declarations (type, bounds; checked and converted before ``load``
+    is called); users set them with ``harness run --retriever NAME -o key=value``. The spec keeps
+    them as an :class:`~harness.api.Options` (still a mapping of name -> default).
 
     A spec with an ``argument`` is used as ``NAME:ARGUMENT`` (e.g. ``hybrid:bm25+dpr-multi``); its
     ``load`` then receives the text after the colon as ``argument=`` besides the options, and
@@ -96,3 +99,6 @@ class RetrieverSpec:
     load: Callable[..., Retriever]
     options: Mapping[str, Any] = field(default_factory=dict)
     argument: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", Options(self.options))

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.api.corpus import Passage
+from harness.api.options import Options
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,12 +59,16 @@ class TrainingExample:
 @dataclass(frozen=True, kw_only=True)
 class _PartSpec:
     """A training part a plugin offers: ``load(**options)`` builds it; ``options`` documents the
-    keyword options ``load`` accepts, with their defaults."""
+    keyword options ``load`` accepts, with their defaults or :class:`~harness.api.Option`
+    declarations (checked before ``load``)."""
 
     name: str
     description: str
     load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", Options(self.options))
 
 
 @dataclass(frozen=True, kw_only=True)

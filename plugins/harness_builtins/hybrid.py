@@ -46,7 +46,18 @@ from typing import Any
 
 from harness import hookimpl
 from harness.errors import HarnessError
-from harness.api import MAX_K, Corpus, Hit, Retriever, RetrieverSpec, RunContext
+from harness.api import (
+    MAX_K,
+    Corpus,
+    Hit,
+    Options,
+    Retriever,
+    RetrieverSpec,
+    RunContext,
+    boolean,
+    non_negative_float,
+    positive_int,
+)
 
 #: Each side's hits considered by default: pyserini's ``--hits`` (hybrid) and ``--depth`` (fusion).
 DEFAULT_DEPTH = 1000
@@ -153,38 +164,6 @@ def rrf_fuse(
         for rank, pid in enumerate(_first_occurrences(ranking, depth), start=1):
             terms.setdefault(pid, []).append(1.0 / (rrf_k + rank))
     return _ranked({pid: math.fsum(values) for pid, values in terms.items()}, k)
-
-
-# --------------------------------------------------------------------------- options
-
-
-def _positive_int(owner: str, option: str, value: Any) -> int:
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) < 7:
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-        raise HarnessError(f"{owner}: {option} must be an integer from 1 to {MAX_K}, got {value!r}")
-    return value
-
-
-def _non_negative(owner: str, option: str, value: Any) -> float:
-    try:
-        number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        number = math.nan
-    if not math.isfinite(number) or number < 0:
-        raise HarnessError(f"{owner}: {option} must be a number >= 0, got {value!r}")
-    return number
-
-
-def _boolean(owner: str, option: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in {"true", "1", "yes", "on"}:
-        return True
-    if text in {"false", "0", "no", "off"}:
-        return False
-    raise HarnessError(f"{owner}: {option} must be true or false, got {value!r}")
 
 
 # --------------------------------------------------------------------------- components
@@ -312,8 +291,18 @@ class RRFRetriever:
 
 # --------------------------------------------------------------------------- plugin
 
-HYBRID_OPTIONS = {"alpha": "auto", "depth": DEFAULT_DEPTH, "normalize": False}
-RRF_OPTIONS = {"rrf_k": DEFAULT_RRF_K, "depth": DEFAULT_DEPTH}
+#: Each side's (component's) top ``depth`` hits are fused.
+_DEPTH = positive_int(DEFAULT_DEPTH, max=MAX_K, help="hits taken from each side")
+
+HYBRID_OPTIONS = Options({
+    "alpha": non_negative_float("auto", literals=("auto",), help="weight of the sparse side; auto: per suite"),
+    "depth": _DEPTH,
+    "normalize": boolean(False, help="min-max normalise each side's scores first"),
+})
+RRF_OPTIONS = Options({
+    "rrf_k": non_negative_float(DEFAULT_RRF_K, help="the constant k of 1 / (k + rank)"),
+    "depth": _DEPTH,
+})
 
 
 def load_hybrid(*, argument: str | None = None, alpha: Any = "auto", depth: Any = DEFAULT_DEPTH,
@@ -326,10 +315,7 @@ def load_hybrid(*, argument: str | None = None, alpha: Any = "auto", depth: Any 
         )
     if names[0] in KNOWN_DENSE and names[1] in KNOWN_SPARSE:
         raise HarnessError(f"{owner}: the sparse retriever comes first: hybrid:{names[1]}+{names[0]}")
-    chosen = None if alpha is None or (isinstance(alpha, str) and alpha.strip().lower() == "auto") else alpha
-    resolved_alpha = None if chosen is None else _non_negative(owner, "alpha", chosen)
-    depth = _positive_int(owner, "depth", depth)
-    normalize = _boolean(owner, "normalize", normalize)
+    resolved_alpha = None if alpha in (None, "auto") else float(alpha)  # values checked by HYBRID_OPTIONS
     sparse, dense = _load_all(owner, names)
     return HybridRetriever(owner, sparse, dense, alpha=resolved_alpha, depth=depth, normalize=normalize)
 
@@ -339,9 +325,8 @@ def load_rrf(*, argument: str | None = None, rrf_k: Any = DEFAULT_RRF_K, depth: 
     names = split_components(owner, argument, "rrf:A+B[+C...], e.g. rrf:bm25+dpr-multi")
     if len(names) < 2:
         raise HarnessError(f"{owner}: rrf fuses 2 or more retrievers, got {len(names)}")
-    value = _non_negative(owner, "rrf_k", rrf_k)
+    value = float(rrf_k)  # values checked by RRF_OPTIONS
     rrf_k = int(value) if value.is_integer() else value
-    depth = _positive_int(owner, "depth", depth)
     return RRFRetriever(owner, _load_all(owner, names), rrf_k=rrf_k, depth=depth)
 
 

@@ -76,7 +76,7 @@ def model_and_pairs(tmp_path_factory):
 def plain_loop(model, tokenizer, question, passages):
     import torch
 
-    from harness_builtins.rerank.upr import passage_prompt, question_target
+    from harness_builtins.common.seq2seq import passage_prompt, question_target
 
     labels = tokenizer(question_target(question), max_length=128, truncation=True, return_tensors="pt").input_ids
     out = []
@@ -91,7 +91,7 @@ def plain_loop(model, tokenizer, question, passages):
 def original_loop(model, tokenizer, question, passages):
     import torch
 
-    from harness_builtins.rerank.upr import passage_prompt, question_target
+    from harness_builtins.common.seq2seq import passage_prompt, question_target
 
     source = tokenizer([passage_prompt(t, x) for t, x in passages], padding="longest", max_length=512,
                        pad_to_multiple_of=8, truncation=True, return_tensors="pt")
@@ -111,7 +111,7 @@ def original_loop(model, tokenizer, question, passages):
 def test_bench_upr_scoring_throughput(benchmark, model_and_pairs):
     import torch
 
-    from harness_builtins.rerank.upr import question_log_likelihoods
+    from harness_builtins.common.seq2seq import question_log_likelihoods
 
     model, tokenizer, work = model_and_pairs
     ways = {

@@ -217,13 +217,13 @@ def test_upr(work):
     bf16, against the same model's forward on pre-tokenised, pre-padded batches of the same shapes
     (the bound the scorer can approach) and the FLOP floor at the H100's 989 TFLOP/s."""
     torch = common.cuda_or_skip()
-    from harness_builtins.rerank.upr import question_log_likelihoods
+    from harness_builtins.common.seq2seq import passage_prompt, question_log_likelihoods
 
     model, tokenizer = _t5_3b(work)
     params = sum(p.numel() for p in model.parameters())
     docs = common.passages(int(os.environ.get("HARNESS_BENCH_UPR_PAIRS", "512")), seed=3)
     question = "who wrote the declaration of independence of the united states"
-    lengths = sorted(len(tokenizer(f"Passage: {t} {x}. Please write a question based on this passage.").input_ids) for t, x in docs)
+    lengths = sorted(len(tokenizer(passage_prompt(t, x)).input_ids) for t, x in docs)
     enc_tokens = float(np.mean(lengths))
     target = tokenizer(f"Question: {question}").input_ids
     enc_params = sum(p.numel() for n, p in model.named_parameters() if n.startswith("encoder."))

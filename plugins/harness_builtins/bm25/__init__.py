@@ -8,9 +8,13 @@ imported only when BM25 runs.
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.api import RetrieverSpec
+from harness.api import Options, RetrieverSpec, non_negative_float, probability
 
-DEFAULTS = {"k1": 0.9, "b": 0.4}
+#: The options (name -> default; each declared with its bounds).
+DEFAULTS = Options({
+    "k1": non_negative_float(0.9, help="term-frequency saturation"),
+    "b": probability(0.4, help="length normalisation"),
+})
 
 
 def load(**options):

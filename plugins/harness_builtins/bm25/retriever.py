@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import HarnessError, warn
+from harness.errors import warn
 from harness.util.atomic import atomic_dir, check_complete, mark_complete, remove_stale, write_text_atomic
 from harness.util.progress import progress
 from harness.api import Corpus, Hit, Passage, RunContext
@@ -30,12 +29,8 @@ def document_contents(passage: Passage) -> str:
 
 class BM25Retriever:
     def __init__(self, k1: float = 0.9, b: float = 0.4):
-        try:
-            self.k1, self.b = float(k1), float(b)
-        except (TypeError, ValueError):
-            raise HarnessError(f"bm25: k1 and b must be numbers, got k1={k1!r} b={b!r}") from None
-        if not (math.isfinite(self.k1) and self.k1 >= 0 and 0 <= self.b <= 1):
-            raise HarnessError(f"bm25: need k1 >= 0 and 0 <= b <= 1, got k1={self.k1} b={self.b}")
+        # k1 and b are checked by their declarations (the plugin's OPTIONS) when loaded by name
+        self.k1, self.b = float(k1), float(b)
         self._searcher = None
         self._index_dir: Path | None = None
 

@@ -41,16 +41,45 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from harness.api import MAX_K, Corpus, Passage, Question, Retriever, RunContext, TrainingExample
+from harness.api import (
+    MAX_K,
+    Corpus,
+    Options,
+    Passage,
+    Question,
+    Retriever,
+    RunContext,
+    TrainingExample,
+    choice,
+    non_negative_int,
+    positive_int,
+)
 from harness.data.training import AnswerCheck, hard_negatives, write_training_examples
 from harness.errors import HarnessError, UnknownNameError
 from harness.scoring.matching import has_answer
 from harness.util.atomic import write_text_atomic
+from harness.util.models import ModelRef
 from harness.util.progress import progress as progress_bar
 
-from harness_builtins.rerank.models import ModelRef, default_batch_size, resolve_device, resolve_precision
+from harness_builtins.common.devices import default_batch_size, resolve_device, resolve_precision
 
 ANSWER_MODES = ("extract", "generate")
+
+#: The settings of :func:`generate_questions` that stand alone, declared like a spec's options
+#: (checked by :meth:`harness.api.Options.check`); the prompt, separator and label depend on the
+#: answer mode or need more than a type, and are checked where they are used.
+SETTINGS = Options({
+    "answers": choice("extract", ANSWER_MODES),
+    "per_passage": positive_int(1),
+    "passages": positive_int(None),
+    "negatives": non_negative_int(1),
+    "depth": positive_int(100, max=MAX_K),
+    "batch_size": positive_int(None),
+    "max_new_tokens": positive_int(32),
+    "num_beams": positive_int(1),
+    "max_input_length": positive_int(512),
+    "seed": non_negative_int(0),
+})
 #: The generator's input per mode (the common T5 question-generation conventions).
 PROMPTS = {"extract": "answer: {answer} context: {title} {text}", "generate": "generate question and answer: {title} {text}"}
 SEPARATOR = " answer: "
@@ -203,7 +232,7 @@ def load_generator(
     ``[CLS]``, ...) except ``keep`` when it is one (a separator such as ``<sep>``)."""
     import torch
 
-    from harness_builtins.rerank.upr import load_seq2seq
+    from harness_builtins.common.seq2seq import load_seq2seq
 
     device = resolve_device(device)
     net, tokenizer = load_seq2seq(ModelRef(model, revision), device, resolve_precision(precision, device), who="question generator")
@@ -278,13 +307,6 @@ def _select(corpus: Corpus, count: int | None, seed: int) -> tuple[int, Iterator
         return count, (corpus.passage_at(i) for i in chosen)
     wanted = set(chosen)
     return count, (p for i, p in enumerate(corpus) if i in wanted)
-
-
-def _check(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum and value > maximum):
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise HarnessError(f"{name} must be {what}{f' up to {maximum}' if maximum else ''}, got {value!r}")
-    return value
 
 
 def _template(value: Any, fields: tuple[str, ...]) -> str:
@@ -443,17 +465,18 @@ def generate_questions(
     ``OUTPUT.meta.json``.
     """
     started = time.perf_counter()
-    if answers not in ANSWER_MODES:
-        raise HarnessError(f"answers must be one of {', '.join(ANSWER_MODES)}, got {answers!r}")
+    checked = SETTINGS.check({
+        "answers": answers, "per_passage": per_passage, "passages": passages, "negatives": negatives, "depth": depth,
+        "batch_size": batch_size, "max_new_tokens": max_new_tokens, "num_beams": num_beams,
+        "max_input_length": max_input_length, "seed": seed,
+    }, where="generate-questions")
+    per_passage, passages, negatives, depth = checked["per_passage"], checked["passages"], checked["negatives"], checked["depth"]
+    max_new_tokens, num_beams, max_input_length = checked["max_new_tokens"], checked["num_beams"], checked["max_input_length"]
+    batch_size, seed = checked["batch_size"], checked["seed"]
     fields = ("title", "text") if answers == "generate" else ("answer", "title", "text")
     prompt = _template(PROMPTS[answers] if prompt is None else prompt, fields)
     if answers == "generate" and (not isinstance(separator, str) or not separator.strip()):
         raise HarnessError(f"separator must be text other than whitespace, got {separator!r}")
-    per_passage, negatives = _check("per_passage", per_passage), _check("negatives", negatives, minimum=0)
-    depth = _check("depth", depth, maximum=MAX_K)
-    passages = None if passages is None else _check("passages", passages)
-    max_new_tokens, num_beams = _check("max_new_tokens", max_new_tokens), _check("num_beams", num_beams)
-    max_input_length, seed = _check("max_input_length", max_input_length), _check("seed", seed, minimum=0)
     if answers == "generate" and per_passage > num_beams:
         raise HarnessError(f"generate mode returns per_passage beams: per_passage {per_passage} needs num_beams >= {per_passage}")
     if label is not None and not (isinstance(label, str) and label.strip()):

@@ -11,6 +11,8 @@ same name on the dense engine:
 - :mod:`~harness_builtins.dense.index`: faiss indexes (exact inner product, HNSW, IVF-PQ).
 - :mod:`~harness_builtins.dense.retriever`: the retriever, built from an encoder and options.
 - :mod:`~harness_builtins.dense.presets`: the built-in encoders, as data.
+- :mod:`~harness_builtins.dense.options`: the declarations (types, bounds) of the encoders' and
+  the engine's options.
 - :mod:`~harness_builtins.dense.adapt` and :mod:`~harness_builtins.dense.matrix`: encoder
   adaptation, one pair (``-r adapt``) or the whole Q x P matrix (``harness matrix``).
 - :mod:`~harness_builtins.dense.distributed`: encoding a corpus on every rank of a torchrun job.
@@ -25,7 +27,7 @@ from __future__ import annotations
 import functools
 
 from harness import hookimpl, registry
-from harness.api import RetrieverSpec
+from harness.api import Options, RetrieverSpec, path, text
 
 from harness_builtins.dense.presets import INDEX_OPTIONS, RUNTIME_OPTIONS, encoder_specs
 
@@ -58,7 +60,8 @@ def register_retrievers(register):
                 name=spec.name,
                 description=spec.description + owner,
                 load=functools.partial(_load, spec.name),
-                options={**spec.options, **INDEX_OPTIONS},
+                # the encoder's declaration wins for a name both declare (build_retriever gives it the value)
+                options=INDEX_OPTIONS | spec.options,
             )
         )
     register(
@@ -66,7 +69,9 @@ def register_retrievers(register):
             name="adapt",
             description="encoder adaptation: -o query_encoder=ENCODER_OR_DIR -o passage_encoder=ENCODER_OR_DIR",
             load=_load_adapted,
-            options={"query_encoder": None, "passage_encoder": None, **RUNTIME_OPTIONS, **INDEX_OPTIONS},
+            options=Options({"query_encoder": text(None, help="an encoder name or a checkpoint folder"),
+                             "passage_encoder": text(None, help="an encoder name or a checkpoint folder")})
+            | RUNTIME_OPTIONS | INDEX_OPTIONS,
         )
     )
     register(
@@ -74,7 +79,8 @@ def register_retrievers(register):
             name="specialised",
             description="one question encoder per part of the suite over one passage index: -o path=OUT of harness train --variant specialised (seed 003)",
             load=_load_specialised,
-            options={"path": None, **RUNTIME_OPTIONS, **INDEX_OPTIONS},
+            options=Options({"path": path(None, help="the output folder of harness train --variant specialised")})
+            | RUNTIME_OPTIONS | INDEX_OPTIONS,
         )
     )
 

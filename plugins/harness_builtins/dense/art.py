@@ -104,7 +104,7 @@ import torch
 from harness.errors import InputFileError
 
 from harness_builtins.dense.checkpoints import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
-from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
+from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, encoder_precision
 
 ART_FORMAT = "harness.art-dual-encoder"
 ART_FORMAT_VERSION = 1
@@ -447,7 +447,7 @@ class ArtEncoder:
         precision: str | None = "auto",
     ):
         self.device = _default_device(device)
-        self.precision = resolve_precision(precision, str(self.device))
+        self.precision = encoder_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
         self.query_tokenizer = query_tokenizer
@@ -567,7 +567,7 @@ def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, 
     """The ``art`` encoder: :meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory."""
     from harness.errors import HarnessError
 
-    from harness_builtins.dense.pipeline import resolve_device
+    from harness_builtins.common.devices import resolve_device
 
     if not model:
         raise HarnessError("encoder 'art' needs -o model=DIR (ART's checkpoint converted with `harness convert art`)")

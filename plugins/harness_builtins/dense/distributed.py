@@ -60,6 +60,7 @@ from harness_builtins.dense.embeddings import (
     shard_states,
 )
 from harness_builtins.dense.encoders import Encoder
+from harness_builtins.dense.options import INDEX_OPTIONS
 
 _STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -247,8 +248,7 @@ def encode_corpus_distributed(
     returns on every rank once rank 0 has marked the cache complete. ``on_shard(i)`` is called on
     the rank that wrote shard ``i``. Errors on any rank raise :class:`HarnessError` on all ranks.
     """
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise HarnessError(f"shard_size must be a positive integer, got {shard_size!r}")
+    shard_size = INDEX_OPTIONS.declaration("shard_size").check(shard_size, "shard_size")
     started = time.perf_counter()
     init_process_group()
     group = _current_group()

@@ -49,6 +49,7 @@ from harness.util.progress import progress as progress_bar
 from harness.api import Corpus, Passage
 
 from harness_builtins.dense.encoders import Encoder
+from harness_builtins.dense.options import INDEX_OPTIONS
 
 CACHE_FORMAT = "harness-dense-embeddings/1"
 DEFAULT_SHARD_SIZE = 100_000
@@ -163,8 +164,7 @@ def embed_corpus(
     """The corpus's passage embeddings under ``root``: reused when cached, else encoded (resuming
     after the last finished shard of an interrupted build). ``on_shard(i)`` is called after shard
     ``i`` is written."""
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise HarnessError(f"shard_size must be a positive integer, got {shard_size!r}")
+    shard_size = INDEX_OPTIONS.declaration("shard_size").check(shard_size, "shard_size")
     identity = encoder.identity()
     path = cache_path(root, corpus, identity)
     meta = open_meta(identity, corpus, path, shard_size)

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.api import Encoder, PassageInput
+from harness.api import Encoder, PassageInput, choice, positive_int
 from harness.errors import HarnessError
 from harness.util.models import ModelRef
 
+from harness_builtins.common.devices import resolve_device
 from harness_builtins.dense.pipeline import (
     LazyFeatures,
     Packed,
@@ -44,37 +45,27 @@ from harness_builtins.dense.pipeline import (
     matmul_precision,
     compute_precision,
     encode_batches,
-    resolve_device,
-    resolve_precision,
+    encoder_precision,
 )
+
+from harness_builtins.dense.options import BATCH_SIZE, FORMATS, MAX_LENGTH, POOLINGS, ST_FORMATS
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
     from harness_builtins.dense.presets import Preset
 
-POOLINGS: tuple[str, ...] = ("cls", "mean", "pooler")
-FORMATS: tuple[str, ...] = ("dpr", "title_text", "text")
-#: Formats a sentence-transformers model accepts (it takes strings, not segment pairs).
-ST_FORMATS: tuple[str, ...] = ("title_text", "text", "dpr")
+#: The options' declarations (:mod:`.presets`) check the constructors' arguments too.
+_POOLING = choice("cls", POOLINGS)
+_FORMAT = choice("dpr", FORMATS)
+_ST_FORMAT = choice("title_text", ST_FORMATS)
+_LENGTH = positive_int(256)
 
 
 def encoder_parameters(encoder: Encoder) -> dict[str, Any]:
     """``encoder.parameters()`` when it has one, else ``{"encoder": encoder.identity()}``."""
     method = getattr(encoder, "parameters", None)
     return dict(method()) if callable(method) else {"encoder": encoder.identity()}
-
-
-def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise HarnessError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-    return value
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def passage_string(title: str, text: str, format: str) -> str:
@@ -149,7 +140,7 @@ class _DeviceSettings:
     @property
     def precision(self) -> str:
         if self._precision is None:
-            self._precision = resolve_precision(self._precision_option, self.device)
+            self._precision = encoder_precision(self._precision_option, self.device)
         return self._precision
 
     def _batch_size(self) -> int:
@@ -180,10 +171,10 @@ class TransformersEncoder(_DeviceSettings):
         role: str | None = None,
     ):
         self.ref = model if isinstance(model, ModelRef) else ModelRef(model, revision)
-        self.pooling = _check_choice("pooling", pooling, POOLINGS)
-        self.format = _check_choice("format", format, FORMATS)
-        self.max_length = _positive_int("max_length", max_length)
-        self.batch_size = None if batch_size is None else _positive_int("batch_size", batch_size)
+        self.pooling = _POOLING.check(pooling, "pooling")
+        self.format = _FORMAT.check(format, "format")
+        self.max_length = _LENGTH.check(max_length, "max_length")
+        self.batch_size = BATCH_SIZE.check(batch_size, "batch_size")
         self._device_option, self._precision_option = device, precision
         self.role = role
         self._model = None
@@ -406,9 +397,9 @@ class SentenceTransformerEncoder(_DeviceSettings):
         precision: str | None = "auto",
     ):
         self.ref = model if isinstance(model, ModelRef) else ModelRef(model, revision)
-        self.format = _check_choice("format", format, ST_FORMATS)
-        self.max_length = None if max_length is None else _positive_int("max_length", max_length)
-        self.batch_size = None if batch_size is None else _positive_int("batch_size", batch_size)
+        self.format = _ST_FORMAT.check(format, "format")
+        self.max_length = MAX_LENGTH.check(max_length, "max_length")
+        self.batch_size = BATCH_SIZE.check(batch_size, "batch_size")
         self._device_option, self._precision_option = device, precision
         self._model = None
         self._device: str | None = None

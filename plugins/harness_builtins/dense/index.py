@@ -50,25 +50,7 @@ from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
 
 from harness_builtins.dense.embeddings import EmbeddingCache
-
-INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "ivfpq")
-HNSW_METRICS: tuple[str, ...] = ("ip", "l2")
-
-
-def _positive(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _parse_gpu(value: Any) -> str:
-    if value in (None, "auto"):
-        return "auto"
-    if value in (True, "true", "yes", "1", 1):
-        return "true"
-    if value in (False, "false", "no", "0", 0):
-        return "false"
-    raise HarnessError(f"gpu must be auto, true or false, got {value!r}")
+from harness_builtins.dense.options import INDEX_OPTIONS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,13 +69,11 @@ class IndexConfig:
     gpu: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.kind not in INDEX_KINDS:
-            raise HarnessError(f"index must be one of {', '.join(INDEX_KINDS)}, got {self.kind!r}")
-        for name in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ivf_nlist", "ivf_nprobe", "pq_m", "pq_nbits"):
-            _positive(name, getattr(self, name))
-        if self.hnsw_metric not in HNSW_METRICS:
-            raise HarnessError(f"hnsw_metric must be one of {', '.join(HNSW_METRICS)}, got {self.hnsw_metric!r}")
-        object.__setattr__(self, "gpu", _parse_gpu(self.gpu))
+        # checked by the options' declarations (INDEX_OPTIONS), as when loaded by name
+        values = {name: getattr(self, name) for name in asdict(self) if name != "kind"}
+        checked = INDEX_OPTIONS.check({"index": self.kind, **values}, where="dense index")
+        gpu = checked["gpu"]
+        object.__setattr__(self, "gpu", gpu if gpu == "auto" else ("true" if gpu else "false"))
 
     def parameters(self) -> dict[str, Any]:
         """The settings that change the ranking: the kind and its own parameters."""

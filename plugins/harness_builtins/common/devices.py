@@ -1,15 +1,24 @@
-"""The device, precision and option checks the re-rankers share; where their models come from is
-the core's :class:`harness.util.models.ModelRef` (re-exported here with :func:`directory_digest`)."""
+"""The ``device`` and ``precision`` options of every built-in model user (re-rankers, dense
+encoders, the ART teacher, the question generator): one resolution, one set of messages.
+
+``device``: ``auto`` (``cuda`` when torch sees a GPU, else ``cpu``), ``cpu``, ``cuda``,
+``cuda:N``, or another single device torch knows; a GPU torch does not see is a one-line error.
+:func:`resolve_devices` also takes lists (one model replica per entry).
+
+``precision``: ``auto``, ``fp32``, ``bf16`` or ``fp16`` (``fp16`` only on a GPU). What ``auto``
+means on a GPU is the caller's (``gpu_auto``): sequence-to-sequence models take bf16 where the GPU
+supports it, else fp32 (T5 overflows in fp16); the dense encoders take fp16 autocast. On a CPU
+``auto`` is always fp32.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.util.models import ModelRef, directory_digest
+
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
 
 #: What a ``device`` option names: one device, or ``auto`` / ``cuda`` (decided at run time).
 DEVICE_HELP = "auto, cpu, cuda or cuda:N"
@@ -34,16 +43,19 @@ def _checked_device(device: str, option: str = "device") -> str:
     return device
 
 
-def resolve_device(device: Any) -> str:
-    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; anything else must name a device
-    torch can use (else a one-line error)."""
+def resolve_device(device: Any, option: str = "device") -> str:
+    """``auto`` (or ``None``, empty) is ``cuda`` when torch sees a GPU, else ``cpu``; anything else
+    must name a device torch can use (a ``torch.device`` is taken as its name), else a one-line
+    error naming ``option``."""
     import torch
 
     if device in (None, "", "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
+    if isinstance(device, torch.device):
+        device = str(device)
     if not isinstance(device, str):
-        raise HarnessError(f"device must be {DEVICE_HELP}, got {device!r}")
-    return _checked_device(device)
+        raise HarnessError(f"{option} must be {DEVICE_HELP}, got {device!r}")
+    return _checked_device(device, option)
 
 
 def resolve_devices(device: Any, option: str = "device") -> list[str]:
@@ -84,41 +96,50 @@ def device_kind(device: str) -> str:
     return device.split(":", 1)[0]
 
 
-def resolve_precision(precision: Any, device: str) -> str:
-    """``auto``: bf16 on a GPU that supports it (T5 overflows in fp16), else fp32."""
-    import torch
+def resolve_precision(precision: Any, device: str, *, gpu_auto: str = "bf16") -> str:
+    """The precision a model runs in on ``device`` (a resolved device name).
 
+    ``auto`` (or ``None``, empty): fp32 on a CPU; on a GPU ``gpu_auto``, where ``bf16`` falls back
+    to fp32 on a GPU without bf16 support (sequence-to-sequence models: T5 overflows in fp16) and
+    ``fp16`` is fp16 (the dense encoders' autocast). ``fp16`` on a CPU and unknown names are
+    one-line errors.
+    """
+    if gpu_auto not in PRECISIONS[1:]:
+        raise ValueError(f"gpu_auto must be one of {', '.join(PRECISIONS[1:])}, got {gpu_auto!r}")
     precision = precision or "auto"
     if precision not in PRECISIONS:
         raise HarnessError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     on_gpu = device.startswith("cuda")
     if precision == "auto":
-        return "bf16" if on_gpu and torch.cuda.is_bf16_supported() else "fp32"
+        if not on_gpu:
+            return "fp32"
+        if gpu_auto == "bf16":
+            import torch
+
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+        return gpu_auto
     if precision == "fp16" and not on_gpu:
         raise HarnessError("precision fp16 needs a GPU device; use fp32 or bf16 on CPU")
     return precision
 
 
 def torch_dtype(precision: str):
+    """The torch dtype of a resolved precision."""
     import torch
 
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def positive_int(name: str, value: Any, default: int) -> int:
-    """``value`` (``None``: ``default``) as a positive integer; else a one-line error."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
 def default_batch_size(value: Any, device: str) -> int:
-    return positive_int("batch_size", value, 32 if device.startswith("cuda") else 16)
+    """``value`` as a positive integer; ``None``: 32 on a GPU, 16 on a CPU."""
+    from harness.api import positive_int
+
+    if value is None:
+        return 32 if device.startswith("cuda") else 16
+    return positive_int(1).check(value, "batch_size")
 
 
 __all__ = [
-    "ModelRef", "directory_digest", "PRECISIONS", "DEVICE_HELP", "resolve_device", "resolve_devices", "device_kind",
-    "resolve_precision", "torch_dtype", "positive_int", "default_batch_size",
+    "PRECISIONS", "DEVICE_HELP", "resolve_device", "resolve_devices", "device_kind", "resolve_precision",
+    "torch_dtype", "default_batch_size",
 ]

@@ -1,0 +1,52 @@
+"""The dense engine's option declarations (:class:`harness.api.Option`): the encoders' runtime
+options, the index options the engine adds to every encoder's retriever, and the values the
+encoders' and index's constructors accept. Imports nothing heavy and nothing of the plugin, so
+every module of it may import this one.
+"""
+
+from __future__ import annotations
+
+from harness.api import Option, Options, boolean, choice, positive_int, text
+
+#: Input formats and poolings of the transformers encoders, and the formats a sentence-transformers
+#: model accepts (it takes strings, not segment pairs); :mod:`.encoders` documents them.
+FORMATS: tuple[str, ...] = ("dpr", "title_text", "text")
+ST_FORMATS: tuple[str, ...] = ("title_text", "text", "dpr")
+POOLINGS: tuple[str, ...] = ("cls", "mean", "pooler")
+#: faiss index kinds and HNSW metrics (:mod:`.index`).
+INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "ivfpq")
+HNSW_METRICS: tuple[str, ...] = ("ip", "l2")
+#: Encoding precisions (``auto``: fp16 on GPU, fp32 on CPU).
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "fp16", "bf16")
+
+#: Declarations shared by the encoders' options and their constructors' checks.
+BATCH_SIZE = positive_int(None, help="inputs per forward pass (null: 128 on GPU, 32 on CPU)")
+DEVICE = text("auto", help="auto | cpu | cuda | cuda:N")
+PRECISION = choice("auto", PRECISIONS, help="auto: fp16 on GPU, fp32 on CPU")
+MAX_LENGTH = positive_int(None, help="tokens per input (null: the model's)")
+REVISION = text(None, help="hub revision (branch, tag or commit)")
+
+
+def model_option(default: str | None = None, help: str = "hub id or local directory") -> Option:
+    """A model location option: a hub id or a local directory."""
+    return text(default, help=help)
+
+
+#: Options every built-in encoder accepts (``None`` / ``auto``: decided at run time).
+RUNTIME_OPTIONS = Options({"batch_size": BATCH_SIZE, "device": DEVICE, "precision": PRECISION})
+
+#: Options of the dense engine, added to every encoder's options in its retriever.
+INDEX_OPTIONS = Options({
+    "index": choice("flat", INDEX_KINDS, help="faiss index kind"),
+    "hnsw_m": positive_int(32),
+    "hnsw_ef_construction": positive_int(200),
+    "hnsw_ef_search": positive_int(128),
+    # DPR's inner-product-to-L2 transform: better recall on unnormalised vectors
+    "hnsw_metric": choice("ip", HNSW_METRICS),
+    "ivf_nlist": positive_int(4096),
+    "ivf_nprobe": positive_int(64),
+    "pq_m": positive_int(64),
+    "pq_nbits": positive_int(8),
+    "gpu": boolean("auto", literals=("auto",), help="search on GPU: auto | true | false"),
+    "shard_size": positive_int(100_000, help="passages per embedding shard on disk"),
+})
