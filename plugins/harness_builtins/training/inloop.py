@@ -5,28 +5,60 @@ passage side, with the dense retrievers' encoding engine and embedding cache
 (:func:`~harness_builtins.dense.distributed.encode_corpus_distributed`: float16 shards, resumable,
 verified when opened). Its cache key is a digest of the passage side's weights
 (:func:`passage_weights_digest`), the passage format and length: a frozen passage encoder finds
-the embeddings made by an earlier run (one run per question distribution shares one index), and a
-re-embedding after training steps makes a new one (the one it replaces is deleted, unless it
-is the starting one).
+the embeddings made by an earlier run (one run per question distribution shares one index).
+
+**One copy on disk.** A re-embedding after training steps makes a new index (another key); the
+one it replaces is deleted *before* the new one is written, so a run never holds more than one
+copy of the corpus's embeddings that it made (30 GiB at DPR's 21M passages), besides a starting
+index it found in the cache:
+
+- a frozen passage side (QSFT) always finds its own key again: its index is never replaced nor
+  deleted, and stays in the cache for the next run over the same passage encoder;
+- a trained passage side (ART): the starting index stays when this run found it (an earlier run
+  made it, e.g. a QSFT run from the same model: same key), and is deleted at the first
+  re-embedding when this run made it. Keeping it would double the run's disk for a cache only an
+  identical run (same model, format and length) could reuse; a run that ends before its first
+  re-embedding keeps it (then its only copy). Every mid-training index is deleted when replaced
+  and after the last step (:meth:`InLoopIndex.discard`).
+
+A resumed run searches the index its checkpoint names (:meth:`InLoopIndex.restore`); when that
+one was deleted since (replaced by a later re-embedding), it embeds the corpus anew with the
+checkpoint's weights.
 
 **Sharded across processes.** Under ``torchrun`` every rank encodes the cache shards it owns
-(shard ``s`` belongs to rank ``s mod world``) and holds only those in memory (on its GPU when it
-has one). A search all-gathers the question vectors of every rank, each rank scores them against
-its slice, the per-rank top ``k`` are all-gathered and merged: every rank gets the same top ``k``
-one process holding the whole index would (by float32 scores, ties broken by the lower row; on a
-GPU each rank's slice is the dense engine's exact flat index,
+(shard ``s`` belongs to rank ``s mod world``) and holds only those in memory (on its own device:
+its GPU, ``cuda:LOCAL_RANK`` or the model's, when it has one; :func:`local_device`). A search
+all-gathers the question vectors of every rank, each rank scores them against its slice, the
+per-rank top ``k`` are all-gathered and merged: every rank gets the same top ``k`` one process
+holding the whole index would (by float32 scores, ties broken by the lower row; on a GPU each
+rank's slice is the dense engine's exact flat index,
 :class:`~harness_builtins.dense.gpu_flat.TorchFlatIP`). Vectors of retrieved rows are read from the
 memory-mapped cache, which every rank can open.
 
 **The loss module** (:func:`in_loop_loss`) encodes the batch's questions, searches the index with
 the detached embeddings, and hands the variant's in-loop loss the questions with gradient and a
-:class:`~harness.api.RetrievedBatch`.
+:class:`~harness.api.RetrievedBatch`. Its ``encode_passages`` (ART re-encodes the ``B x K``
+retrieved passages with gradient: 64 x 32 passages of 512 tokens are ~164 GB of BERT-base
+activations) runs in chunks of ``passage_chunk_size`` passages, each under activation
+checkpointing (:func:`torch.utils.checkpoint.checkpoint`, ``use_reentrant=False``, RNG state
+preserved): a chunk keeps only its inputs until the backward pass, which recomputes one chunk's
+activations at a time. The chunks call the unwrapped model, not its ``DistributedDataParallel``
+wrapper: the recomputation runs inside the backward pass, where the wrapper's forward would
+broadcast buffers (a collective) and touch the reducer while it is reducing. The graph stays one
+graph with one backward pass, so DDP (``find_unused_parameters=False``) reduces every parameter's
+gradient once, however many chunks used it. Gradient caching (sentence-transformers' ``Cached*``
+losses) was not chosen: it runs one backward pass per chunk, which DDP only tolerates under
+``no_sync`` with a last synchronising pass (and a replay when the last chunk is frozen), and here
+the questions' side is not cached but back-propagated by the trainer's own backward pass. With
+``B x K <= passage_chunk_size`` (or chunking off: ``None`` / 0) the passages are encoded in one
+forward of the (wrapped) model, exactly as without chunking.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -46,6 +78,53 @@ from harness_builtins.training.model import DOCUMENT, LossParts, side_modules
 
 #: Rows scored at once per search block (bounds the ``[B, block]`` score matrix).
 SEARCH_BLOCK = 65_536
+
+#: Passages re-encoded with gradient per checkpointed chunk (:func:`in_loop_loss`).
+PASSAGE_CHUNK_SIZE = 64
+
+
+def local_device() -> str:
+    """This process's device: ``cuda:LOCAL_RANK`` under a launcher that sets ``LOCAL_RANK``
+    (torchrun: each rank its own GPU), else ``cuda`` (the current GPU) when there is one, else
+    ``cpu``."""
+    if not torch.cuda.is_available():
+        return "cpu"
+    local = os.environ.get("LOCAL_RANK", "").strip()
+    return f"cuda:{int(local)}" if local.isdigit() else "cuda"
+
+
+def _model_device(model) -> str | None:
+    """The device of a torch model's first parameter when it is a GPU (None otherwise)."""
+    parameters = getattr(model, "parameters", None)
+    if not callable(parameters):
+        return None
+    try:
+        device = next(iter(parameters())).device
+    except (StopIteration, TypeError, AttributeError):
+        return None
+    return str(device) if device.type == "cuda" else None
+
+
+def _unwrapped(model):
+    """The module inside ``DistributedDataParallel`` / ``torch.compile`` wrappers."""
+    from torch.nn.parallel import DataParallel, DistributedDataParallel
+
+    while True:
+        if isinstance(model, (DistributedDataParallel, DataParallel)):
+            model = model.module
+        elif isinstance(getattr(model, "_orig_mod", None), torch.nn.Module):
+            model = model._orig_mod
+        else:
+            return model
+
+
+def chunk_size_option(value: Any) -> int | None:
+    """``passage_chunk_size`` as given: a positive number of passages, or None / 0 (no chunks)."""
+    if value is None or value == 0 and not isinstance(value, bool):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise HarnessError(f"passage_chunk_size must be a positive integer, or 0 / None for no chunks; got {value!r}")
+    return value
 
 
 def _passage_side(model) -> tuple[list, bool]:
@@ -162,15 +241,22 @@ class InLoopIndex:
     """The corpus's passage embeddings for search during training (see the module notes).
 
     ``build(model, step)`` embeds the corpus with the model's passage side (or reuses the cache)
-    and loads this rank's slice; ``search`` returns every rank the merged top ``k``."""
+    and loads this rank's slice; ``search`` returns every rank the merged top ``k``.
+
+    ``device`` holds the slice (and searches it); by default this process's own: the model's GPU
+    when :meth:`build` gets a model on one, else :func:`local_device` (``cuda:LOCAL_RANK`` under
+    torchrun)."""
 
     def __init__(self, corpus: Corpus, *, root: str | Path, format: str, sep: str, shard_size: int,
                  batch_size: int = 64, progress: bool = False, device: str | None = None):
         self.corpus, self.root, self.format, self.sep = corpus, Path(root), format, sep
         self.shard_size, self.batch_size, self.progress = shard_size, batch_size, progress
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self._device_given = bool(device)
+        self.device = device or local_device()
         self.cache: EmbeddingCache | None = None
-        self._first: Path | None = None
+        self._first: Path | None = None  # the starting index (the first build's, or the checkpoint's)
+        self._first_reused = True  # found in the cache (an earlier run's): it stays
+        self._orphan: Path | None = None  # a checkpoint's index that could not be restored
         self._slice: list[tuple[int, Any]] = []  # (first row, vectors) per held shard (CPU)
         self._flat: Any = None  # on a GPU: this rank's rows as one exact flat index
         self._global = np.zeros(0, np.int64)  # its row -> the cache's row
@@ -191,13 +277,15 @@ class InLoopIndex:
         from harness.api import Encoder
 
         from harness_builtins.dense.distributed import encode_corpus_distributed
+        from harness_builtins.dense.embeddings import cache_path
 
         started = time.perf_counter()
+        if not self._device_given and (device := _model_device(model)):
+            self.device = device
         encoder = model if isinstance(model, Encoder) else ModelPassageEncoder(model, format=self.format, sep=self.sep, batch_size=self.batch_size)
+        self._replace(cache_path(self.root, self.corpus, encoder.identity()))
         result = encode_corpus_distributed(encoder, self.corpus, self.root, shard_size=self.shard_size, progress=self.progress)
-        previous = self.cache.path if self.cache is not None else None
         self._hold(EmbeddingCache.open(result.path))
-        rank, _ = _group()
         seconds = time.perf_counter() - started
         encoded = sum(len(v) for v in result.encoded.values()) * self.cache.shard_size
         self.builds.append({
@@ -206,9 +294,30 @@ class InLoopIndex:
             "passages_per_second": round(min(encoded, len(self.cache)) / seconds, 1) if seconds > 0 and encoded else None,
         })
         if self._first is None:
-            self._first = result.path
-        elif previous is not None and previous not in (self._first, result.path) and rank == 0:
-            shutil.rmtree(previous, ignore_errors=True)  # a mid-training index nothing else uses
+            self._first, self._first_reused = result.path, self.builds[-1]["reused"]
+
+    def _deletable(self, path: Path) -> bool:
+        """Whether this run may delete ``path``: a mid-training index, or a starting one it made."""
+        return path != self._first or not self._first_reused
+
+    def _replace(self, target: Path) -> None:
+        """Before embedding into ``target``: stop holding the index searched so far and, when
+        ``target`` is another and this run may delete it (see the module notes), delete it, so
+        that the new one is written with at most one copy of this run's on disk. Every process
+        drops its memory maps; rank 0 deletes. No collective: the encoding's own (rank 0 prepares
+        the new cache after this returns) orders the deletion before any rank writes."""
+        old = self.cache.path if self.cache is not None else self._orphan
+        self._orphan = None
+        if old is None or old == target:
+            return
+        self._drop()
+        rank, _ = _group()
+        if rank == 0 and self._deletable(old):
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _drop(self) -> None:
+        """Forget the index held (its memory maps closed, its slice freed)."""
+        self.cache, self._slice, self._flat, self._global = None, [], None, np.zeros(0, np.int64)
 
     def _hold(self, cache: EmbeddingCache) -> None:
         """Search ``cache``: this rank's shards in memory; on a GPU as the dense engine's exact
@@ -240,32 +349,46 @@ class InLoopIndex:
 
     def state(self) -> dict[str, Any]:
         """What a resumed run needs to search the same index: the current and the starting
-        embeddings' folders and the builds so far (saved with each training checkpoint)."""
+        embeddings' folders, whether the starting one was found in the cache (then it stays) and
+        the builds so far (saved with each training checkpoint)."""
         return {"current": str(self.cache.path) if self.cache else None, "first": str(self._first) if self._first else None,
-                "builds": self.builds}
+                "first_reused": self._first_reused, "builds": self.builds}
 
     def restore(self, state: dict[str, Any]) -> bool:
         """Search the index a checkpoint's :meth:`state` names again, when its embeddings are still
-        there and complete (False, nothing changed, when not)."""
+        there and complete. When not (False; the caller embeds the corpus anew with :meth:`build`),
+        nothing is held, but the checkpoint's starting index is still taken as this run's, and
+        what it names is deleted by that re-embedding when this run made it (module notes)."""
         from harness_builtins.dense.embeddings import damaged_shards
 
         try:
+            builds = list(state.get("builds") or [])
+            first = Path(state["first"]) if state.get("first") else (Path(state["current"]) if state.get("current") else None)
+            reused = state.get("first_reused", builds[0].get("reused", True) if builds and isinstance(builds[0], dict) else True)
+        except (AttributeError, TypeError, ValueError):
+            return False
+        self._first, self._first_reused = first, bool(reused)
+        try:
             cache = EmbeddingCache.open(state["current"])
-            if damaged_shards(cache.path, cache.meta):
-                return False
+            damaged = damaged_shards(cache.path, cache.meta)
         except (OSError, ValueError, KeyError, TypeError, HarnessError):
+            cache, damaged = None, True
+        if damaged:
+            self._orphan = Path(state["current"]) if state.get("current") else None
             return False
         self._hold(cache)
-        self._first = Path(state["first"]) if state.get("first") else cache.path
-        self.builds = list(state.get("builds") or [])
+        self.builds = builds
         return True
 
     def discard(self) -> None:
         """Delete the current embeddings when they were made during training (after the last
         step nothing uses them); the starting ones stay in the cache."""
         rank, _ = _group()
-        if self.cache is not None and self.cache.path != self._first and rank == 0:
-            shutil.rmtree(self.cache.path, ignore_errors=True)
+        if self.cache is not None and self.cache.path != self._first:
+            path = self.cache.path
+            self._drop()
+            if rank == 0:
+                shutil.rmtree(path, ignore_errors=True)
 
     def _local_top(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The top ``k`` of this rank's slice for ``queries`` (``[Q, d]``)."""
@@ -303,7 +426,7 @@ class InLoopIndex:
         if queries.shape[1] != self.dim:
             raise HarnessError(f"question vectors are {queries.shape[1]}-d but the in-loop index is {self.dim}-d")
         rank, world = _group()
-        transport = "cuda" if queries.is_cuda else "cpu"
+        transport = queries.device if queries.is_cuda else torch.device("cpu")  # this rank's own GPU
         every = _all_gather(queries.to(transport))
         counts = [len(e) for e in every]
         scores, rows = self._local_top(torch.cat(every), k)
@@ -334,12 +457,15 @@ class InLoopIndex:
 
 
 def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExample], *, k: int, format: str, sep: str,
-                 match: str = "string"):
+                 match: str = "string", passage_chunk_size: int | None = PASSAGE_CHUNK_SIZE):
     """The ``torch.nn.Module`` the trainer calls for an in-loop recipe: its batches are the
     question column and ``label`` (the example's index in ``examples``); ``has_answer`` is DPR's
-    rule in ``match`` mode (the corpus suite's)."""
+    rule in ``match`` mode (the corpus suite's). ``encode_passages`` re-encodes passages with
+    gradient in activation-checkpointed chunks of ``passage_chunk_size`` (None or 0: one forward;
+    see the module notes)."""
 
     _, shared = _passage_side(model)
+    chunk_size = chunk_size_option(passage_chunk_size)
 
     class _InLoopLoss(torch.nn.Module):
         def __init__(self) -> None:
@@ -347,6 +473,7 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
             self.model = model
             self.loss = loss
             self.parts = LossParts()
+            self.passage_chunk_size = chunk_size
             self._answers: dict[tuple[int, int], bool] = {}
 
         def _has_answer(self, example: int, rows: np.ndarray, passages: list[Passage]) -> list[bool]:
@@ -362,12 +489,38 @@ def in_loop_loss(model, loss, index: InLoopIndex, examples: Sequence[TrainingExa
                 out.append(self._answers[key])
             return out
 
-        def encode_passages(self, passages: Sequence[Passage]) -> torch.Tensor:
-            texts = [passage_text(p.title, p.text, format, sep) for p in passages]
+        def _features(self, texts: list[str]) -> dict[str, Any]:
             features = self.model.preprocess(texts, **({} if shared else {"task": DOCUMENT}))
             device = next(self.model.parameters()).device
-            features = {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in features.items()}
-            return self.model(features)["sentence_embedding"]
+            return {key: value.to(device) if isinstance(value, torch.Tensor) else value for key, value in features.items()}
+
+        def encode_passages(self, passages: Sequence[Passage]) -> torch.Tensor:
+            """``[n, d]`` embeddings by the current passage side, with gradient; more than
+            ``passage_chunk_size`` passages are encoded chunk by chunk, each chunk checkpointed
+            (only its inputs are kept for the backward pass, which recomputes it)."""
+            texts = [passage_text(p.title, p.text, format, sep) for p in passages]
+            if chunk_size is None or len(texts) <= chunk_size:
+                return self.model(self._features(texts))["sentence_embedding"]
+            from torch.utils.checkpoint import checkpoint
+
+            # the bare module: the backward pass recomputes a chunk, and a DDP wrapper's forward
+            # there would broadcast buffers mid-reduction (the one backward pass reduces the
+            # chunks' gradients all the same)
+            inner = _unwrapped(self.model)
+            checkpointed = torch.is_grad_enabled()
+            out = []
+            for start in range(0, len(texts), chunk_size):
+                features = self._features(texts[start : start + chunk_size])
+                keys = [key for key, value in features.items() if isinstance(value, torch.Tensor)]
+
+                def embed(*tensors, features=features, keys=keys):
+                    # a fresh dict each time: the modules add their outputs (token embeddings) to it
+                    return inner({**features, **dict(zip(keys, tensors))})["sentence_embedding"]
+
+                tensors = [features[key] for key in keys]
+                out.append(checkpoint(embed, *tensors, use_reentrant=False, preserve_rng_state=True) if checkpointed
+                           else embed(*tensors))
+            return torch.cat(out)
 
         def forward(self, sentence_features, labels=None):
             if labels is None:
