@@ -55,6 +55,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.runfiles.ranks",
     "harness.runfiles.writers",
     "harness.results",
+    "harness.results.checkpoint",
     "harness.util.atomic",
     "harness.util.cache",
     "harness.util.jsonio",

@@ -128,8 +128,9 @@ def test_a_harness_train_output_is_read_with_its_trained_encoder(tmp_path, monke
     out = tmp_path / "out"
     (out / "model").mkdir(parents=True)
     (out / "model" / "modules.json").write_text("[]")
-    record = {"schema": "harness-training/1", "variant": "late-interaction",
-              "recipe": {"loss": {"name": "late-interaction", "options": {}}}}
+    record = {"schema": "harness-training/1", "variant": "late-interaction", "format": "title_text",
+              "recipe": {"loss": {"name": "late-interaction", "options": {}}}, "initial_model": "tiny", "data": [],
+              "seed": 0, "steps": 1}
     (out / "harness_training.json").write_text(json.dumps(record))
     m = torch.linspace(-1, 1, 32)
     save_file({"m": m}, str(out / "loss.safetensors"))

@@ -161,7 +161,8 @@ def test_the_trained_retriever_runs_and_records_its_variant(tiny, data, tmp_path
     [
         ({"--variant": "dpx"}, "did you mean 'dpr'"),
         ({"--data": "missing.json"}, "--data missing.json: no such file, and no training set or suite of that name"),
-        ({"--batch-size": "0"}, "--batch-size must be a positive number"),
+        ({"--batch-size": "0"}, "--batch-size must be an integer >= 1, got 0"),
+        ({"--warmup-ratio": "1.5"}, "--warmup-ratio must be a number from 0 to 1, got 1.5"),
         ({"--hard-negatives": "3"}, "no training example has a positive and 3 hard negative(s)"),
         ({"-L": "lambda_qq=0.5"}, "loss 'dpr' has no option 'lambda_qq'"),
         ({"--data": "train.json:x"}, "the weight after ':' must be a number"),

@@ -219,17 +219,78 @@ def test_art_loss_by_hand(tiny_t5_dir, monkeypatch):
 
 
 def test_art_teacher_is_the_mean_question_log_likelihood(tiny_t5_dir):
-    from harness_builtins.rerank.upr import question_log_likelihoods, question_target
+    from harness_builtins.common.seq2seq import ART_PASSAGE_PROMPT, question_log_likelihoods, question_target
     from harness_builtins.training.losses import ARTLoss
 
     loss_fn = ARTLoss(teacher=str(tiny_t5_dir), device="cpu")
     passages = [Passage(id="a", title="Paris", text="capital of France"), Passage(id="b", title="Oslo", text="in Norway")]
     got = loss_fn.teacher_scores(["where is paris"], [passages])
-    sums = question_log_likelihoods(loss_fn.teacher, loss_fn.tokenizer, "where is paris", [(p.title, p.text) for p in passages])
+    sums = question_log_likelihoods(loss_fn.teacher, loss_fn.tokenizer, "where is paris", [(p.title, p.text) for p in passages],
+                                    passage_template=ART_PASSAGE_PROMPT)
     tokens = len(loss_fn.tokenizer(question_target("where is paris")).input_ids)
     np.testing.assert_allclose(got[0].numpy(), np.array(sums) / tokens, rtol=1e-5)
     with pytest.raises(ValueError, match="teacher"):
         ARTLoss()
+
+
+class _Recording:
+    """A tokenizer that records the texts it is given, then tokenises them as the real one."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def __call__(self, text, **options):
+        self.texts.extend([text] if isinstance(text, str) else text)
+        return self.inner(text, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_art_teacher_is_fed_art_s_exact_strings(tiny_t5_dir):
+    """The teacher's default prompt and target are ART's code (DevSinghSachan/art, commit f86535c):
+
+    ``megatron/arguments.py`` lines 542-546::
+
+        group.add_argument('--verbalizer', type=str, default=" . Please write a question based on this passage.",
+        group.add_argument('--verbalizer-head', type=str, default="Passage: ",
+
+    ``megatron/model/art_model.py`` (``postprocess``, lines 248-259)::
+
+        # Original Input Style: Passage: <title> <passage> . Can you please write a question?
+        t0_context_title_ids.extend(verbalizer_head_ids)
+        t0_context_title_ids.extend(title_ids_t0)
+        t0_context_title_ids.extend(context_ids_t0)
+        ...
+        t0_context_title_ids.extend(verbalizer_ids)
+        t0_context_title_ids.extend([t0_tokenizer.eos_token_id])
+
+    (title and text tokenised apart, ``tools/create_evidence_indexed_dataset_t0.py``), and
+    ``tasks/dense_retriever/zero_shot_training/train_data_utils.py`` line 94::
+
+        prefixed_query_text = "{} {}".format("Question:", raw_sample['question'])
+
+    (no question mark added). The prompt is fed as one string whose tokens equal ART's pieces
+    concatenated (checked here with the test tokenizer); the earlier prompt and "?" stay options."""
+    from harness_builtins.training.losses import ARTLoss
+
+    title, text = "Paris", "Paris is the capital of France."
+    loss_fn = ARTLoss(teacher=str(tiny_t5_dir), device="cpu")
+    loss_fn.__dict__["tokenizer"] = spy = _Recording(loss_fn.tokenizer)
+    loss_fn.teacher_scores(["where is paris"], [[Passage(id="a", title=title, text=text)]])
+    prompt = "Passage: Paris Paris is the capital of France. . Please write a question based on this passage."
+    assert spy.texts == ["Question: where is paris", prompt, "Question: where is paris"]  # scored, then counted (mean)
+    tok = spy.inner
+    pieces = [tok.encode(piece, add_special_tokens=False)
+              for piece in ("Passage: ", title, text, " . Please write a question based on this passage.")]
+    assert tok(prompt, add_special_tokens=False).input_ids == [i for piece in pieces for i in piece]
+
+    old = ARTLoss(teacher=str(tiny_t5_dir), device="cpu", question_mark=True,
+                  passage_prompt="Passage: {title} {text}. Please write a question based on this passage.")
+    old.__dict__["tokenizer"] = spy = _Recording(old.tokenizer)
+    old.teacher_scores(["where is paris"], [[Passage(id="a", title=title, text=text)]])
+    assert spy.texts[:2] == ["Question: where is paris?",
+                             "Passage: Paris Paris is the capital of France.. Please write a question based on this passage."]
 
 
 # --- end to end on demo ------------------------------------------------------------------------------
@@ -275,7 +336,12 @@ def test_qsft_on_demo_moves_only_the_question_encoder(tiny, tmp_path, monkeypatc
 
 
 def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny, tiny_t5_dir, tmp_path, monkeypatch):
+    from harness_builtins.dense import distributed
+    from test_training_inloop_scale import watch_disk
+
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    seen: list = []
+    monkeypatch.setattr(distributed, "encode_corpus_distributed", watch_disk(tmp_path / "cache" / "dense", seen))
     code = _train(tiny, tmp_path / "art", "art", "--max-steps", "5", "--refresh-every", "2", "--retrieve-k", "4",
                   "-L", f"teacher={tiny_t5_dir}", "-L", "device=cpu")
     assert code == 0
@@ -284,8 +350,11 @@ def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny, tiny_t5_dir, tmp_path
     assert [b["step"] for b in builds] == [0, 2, 4]
     assert len({b["cache"] for b in builds}) == 3  # the passage encoder changed between re-embeddings
     assert all(not b["reused"] and b["passages"] == 7903 for b in builds)
-    # the embeddings made during training are deleted; the starting ones stay cached
-    assert [p.name for p in (tmp_path / "cache" / "dense").iterdir()] == [builds[0]["cache"]]
+    # one index on disk at a time: the one replaced (the starting one too: this run made it) is
+    # deleted before the next is written, the last one after training
+    assert [e["folders"] for e in seen if e["shard"] is None] == [[], [], []]
+    assert [e["folders"] for e in seen if e["shard"] is not None] == [[b["cache"]] for b in builds]  # one shard each
+    assert list((tmp_path / "cache" / "dense").iterdir()) == []
     log = [json.loads(line) for line in (tmp_path / "art" / "train_log.jsonl").read_text().splitlines()]
     assert all(math.isfinite(line["loss/kl"]) and line["loss/kl"] >= 0 for line in log if "loss/kl" in line)
 
@@ -328,7 +397,7 @@ def test_the_index_key_follows_the_passage_weights_format_and_length(tiny):
 
 
 def test_a_users_warmup_ratio_beats_the_variants_warmup_steps():
-    from harness_builtins.training.trainer import resolve_settings
+    from harness_builtins.training.plan import resolve_settings
 
     fixed = {"data": [("demo-dev", 1.0)], "model": "m", "output": "o"}
     assert resolve_settings(variant="qsft", given={}, **fixed).warmup_steps == 100

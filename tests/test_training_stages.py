@@ -107,7 +107,9 @@ def test_specialised_refuses_a_label_with_another_passage_encoder(tiny, tmp_path
     shutil.copytree(other, out / "labels" / "P19")
     with pytest.raises(Exception, match="passage encoder differs"):
         SpecialisedRetriever(path=str(out), device="cpu")
-    (out / "specialised.json").write_text('{"schema": "harness-specialised/1", "labels": {"P19": "../elsewhere"}}')
+    record = json.loads((out / "harness_training.json").read_text())
+    record["labels"]["P19"]["folder"] = "../elsewhere"
+    (out / "harness_training.json").write_text(json.dumps(record))
     with pytest.raises(Exception, match="outside"):
         SpecialisedRetriever(path=str(out), device="cpu")
 
@@ -161,16 +163,27 @@ def test_an_interrupted_first_stage_resumes(tiny, tmp_path, monkeypatch):
     np.testing.assert_equal(True, (out / "model" / "modules.json").is_file())
 
 
-def test_a_broken_label_map_is_a_one_line_error(tmp_path):
+def test_a_broken_training_record_is_a_one_line_error(tmp_path):
+    """Every reader opens a checkpoint through one reader: a damaged record is one line naming the
+    file, a label folder outside the checkpoint is refused."""
     from harness.errors import InputFileError
+    from harness.results.checkpoint import Checkpoint, write_checkpoint_record
     from harness_builtins.dense.specialised import read_map
 
-    (tmp_path / "specialised.json").write_text('{"schema": "harness-specialised/1", "labels": {')
-    with pytest.raises(InputFileError, match=r"specialised.json:1: invalid JSON"):
+    (tmp_path / "harness_training.json").write_text('{"schema": "harness-training/1", "labels": {')
+    with pytest.raises(InputFileError, match=r"harness_training.json:1: invalid JSON"):
         read_map(tmp_path)
-    (tmp_path / "specialised.json").write_bytes(b"\xff\xfe")
-    with pytest.raises(InputFileError, match=r"unreadable label map"):
-        read_map(tmp_path)
+    (tmp_path / "harness_training.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(InputFileError, match=r"unreadable training record"):
+        Checkpoint.read(tmp_path, model=False)
+    record = {"variant": "specialised", "recipe": {}, "settings": {}, "initial_model": "m", "data": [], "format": "text",
+              "seed": 1, "steps": 2, "labels": {"P19": {"folder": "../P19"}}}
+    write_checkpoint_record(tmp_path, record)
+    assert json.loads((tmp_path / "specialised.json").read_text())["labels"] == {"P19": "../P19"}
+    with pytest.raises(InputFileError, match="outside"):
+        Checkpoint.read(tmp_path, model=False).label_folders()
+    with pytest.raises(Exception, match="'steps' is missing"):
+        write_checkpoint_record(tmp_path, {**record, "steps": None})
 
 
 def test_specialised_keeps_one_passage_index_and_one_label_encoder_at_a_time(tiny_models, tmp_path, monkeypatch):  # noqa: F811
@@ -192,9 +205,8 @@ def test_specialised_keeps_one_passage_index_and_one_label_encoder_at_a_time(tin
               "initial_model": "tiny", "data": [], "seed": 0}
     for directory in (out, *(out / "labels" / label for label in "abc")):
         shutil.copytree(tiny_models.st, directory / "model")
-        (directory / "harness_training.json").write_text(json.dumps(record))
-    (out / "specialised.json").write_text(json.dumps(
-        {"schema": "harness-specialised/1", "labels": {label: f"labels/{label}" for label in "abc"}}))
+        labels = {label: {"folder": f"labels/{label}"} for label in "abc"} if directory == out else None
+        (directory / "harness_training.json").write_text(json.dumps({**record, "labels": labels}))
 
     models: list[tuple[str, weakref.ref]] = []  # (label, or "start"; the loaded model)
     labels_alive_at_load: list[list[str]] = []

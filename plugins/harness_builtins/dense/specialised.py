@@ -24,30 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import Corpus, Hit, RunContext
-from harness.errors import HarnessError, InputFileError
-from harness.util import jsonio
-
-MAP_FILE = "specialised.json"
-SCHEMA = "harness-specialised/1"
-
+from harness.errors import HarnessError
+from harness.results.checkpoint import Checkpoint
 
 def read_map(path: Path) -> dict[str, str]:
-    """``label -> checkpoint directory`` of a specialised training output; a one-line error when
-    the file is missing or malformed."""
-    file = path / MAP_FILE
-    if not file.is_file():
-        raise HarnessError(f"{path} has no {MAP_FILE}: not the output of harness train --variant specialised")
-    data = jsonio.load_file(file, what="label map")
-    labels = data.get("labels") if isinstance(data, dict) and data.get("schema") == SCHEMA else None
-    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        raise InputFileError(file, f"not a {SCHEMA} file with a 'labels' object of label -> directory")
-    out = {}
-    for label, sub in labels.items():
-        directory = (path / sub).resolve()
-        if path.resolve() not in directory.parents:
-            raise InputFileError(file, f"label {label!r}: {sub!r} is outside {path}")
-        out[label] = str(directory)
-    return out
+    """``label -> checkpoint directory`` of a per-label training output (its record's labels,
+    :meth:`harness.results.checkpoint.Checkpoint.label_folders`); a one-line error when it is not
+    one."""
+    return {label: str(folder) for label, folder in Checkpoint.read(path).label_folders().items()}
 
 
 def _passage_state(directory: str) -> dict[str, Any]:

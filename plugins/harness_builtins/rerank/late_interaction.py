@@ -34,30 +34,21 @@ from typing import Any
 
 from harness.api import Hit
 from harness.errors import HarnessError
-
-from harness_builtins.rerank.models import directory_digest
+from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, RECORD_FILE, Checkpoint, is_finished
+from harness.util.models import directory_digest
 
 FORMAT = "harness-late-interaction/1"
 CONFIG_FILE = "late_interaction.json"
 HEAD_FILE = "late_interaction_head.safetensors"
-#: What ``harness train`` writes: its record, the loss's state, and the encoder that loads it.
-TRAINING_RECORD = "harness_training.json"
-TRAINING_HEAD = "loss.safetensors"
+#: The encoder that loads a ``harness train`` checkpoint.
 TRAINED_ENCODER = "trained"
 
 
 def _training_checkpoint(root: Path) -> tuple[str, dict[str, Any], Path]:
-    record_file = root / TRAINING_RECORD
-    try:
-        record = json.loads(record_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HarnessError(f"{record_file}: cannot read the training record: {exc}") from None
-    recipe = record.get("recipe") if isinstance(record, dict) else None
-    loss = recipe.get("loss") if isinstance(recipe, dict) else None
-    name = loss.get("name") if isinstance(loss, dict) else None
-    if name != "late-interaction":
-        raise HarnessError(f"{record_file}: trained with loss {name!r}, which has no late-interaction head to re-rank with")
-    return TRAINED_ENCODER, {"path": str(root)}, root / TRAINING_HEAD
+    checkpoint = Checkpoint.read(root, model=False)
+    if checkpoint.loss_name != "late-interaction":
+        raise HarnessError(f"{root / RECORD_FILE}: trained with loss {checkpoint.loss_name!r}, which has no late-interaction head to re-rank with")
+    return TRAINED_ENCODER, {"path": str(root)}, checkpoint.loss_state or root / LOSS_STATE_FILE
 
 
 def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
@@ -70,7 +61,7 @@ def read_checkpoint(path: Any) -> tuple[str, dict[str, Any], Any]:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise HarnessError(f"late-interaction: {root} is not a directory")
-    if (root / TRAINING_RECORD).is_file() and not (root / CONFIG_FILE).is_file():
+    if is_finished(root) and not (root / CONFIG_FILE).is_file():
         encoder, resolved, head_file = _training_checkpoint(root)
     else:
         encoder, resolved, head_file = _plain_checkpoint(root)
@@ -140,9 +131,9 @@ def checkpoint_digest(root: Path) -> str:
     ``model/``, head and record (not its intermediate ``checkpoints/``), else the whole folder."""
     import hashlib
 
-    if (root / TRAINING_RECORD).is_file() and not (root / CONFIG_FILE).is_file():
-        digest = hashlib.sha256(directory_digest(root / "model").encode())
-        for name in (TRAINING_HEAD, TRAINING_RECORD):
+    if is_finished(root) and not (root / CONFIG_FILE).is_file():
+        digest = hashlib.sha256(directory_digest(root / MODEL_DIR).encode())
+        for name in (LOSS_STATE_FILE, RECORD_FILE):
             digest.update(name.encode() + (root / name).read_bytes())
         return "sha256:" + digest.hexdigest()
     return directory_digest(root)

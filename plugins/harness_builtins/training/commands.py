@@ -1,4 +1,4 @@
-"""``harness train``: a thin command over :func:`harness_builtins.training.trainer.train`."""
+"""``harness train``: a thin command over :func:`harness_builtins.training.run.train`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def _is_number(text: str) -> bool:
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True, help="The checkpoint directory to write.")
 @click.option("--epochs", type=float, default=None, help="Passes over the data (default 1).")
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
-@click.option("--batch-size", type=int, default=None, help="Questions per device and step (default 16; DPR used 128 over 8 GPUs).")
+@click.option("--batch-size", type=int, default=None, help="Questions per device and step (default 16; DPR used 128 over 8 GPUs: 16 each). Passages of other devices' questions are in-batch negatives too.")
+@click.option("--global-batch-size", type=int, default=None, help="Questions per optimizer step over all processes and accumulated steps; sets the batch per device to this / (processes x accumulation) (ART's default: 64).")
 @click.option("--lr", "learning_rate", type=float, default=None, help="Peak learning rate (default 2e-5).")
 @click.option("--warmup-ratio", type=float, default=None, help="Share of steps of linear warm-up (default 0).")
 @click.option("--warmup-steps", type=int, default=None, help="Optimizer steps of linear warm-up (overrides --warmup-ratio; QSFT's default 100).")
@@ -63,7 +64,9 @@ def _is_number(text: str) -> bool:
 @click.option("--corpus", default=None, help="The suite whose corpus a mining or in-loop variant searches (default: the first --data suite).")
 @click.option("--retrieve-k", type=int, default=None, help="In-loop variants: passages retrieved per question each step (QSFT 100, ART 32).")
 @click.option("--refresh-every", type=int, default=None, help="In-loop variants: re-embed the corpus with the current passage encoder every N steps (ART 500; 0 never).")
+@click.option("--passage-chunk-size", type=int, default=None, help="ART: retrieved passages re-encoded with gradient per activation-checkpointed chunk, so memory does not grow with batch x k (default 64; 0: all at once).")
 @click.option("--index-shard-size", type=int, default=None, help="In-loop variants: passages per shard of the index (each training process embeds and holds its shards; default 100000).")
+@click.option("--distributed-timeout", type=int, default=None, help="Under torchrun: seconds a process waits for the others at any collective, rank 0's data preparation and mining included (default 10800).")
 @click.option("-M", "--miner-option", "miner_options", multiple=True, help="KEY=VALUE option of the variant's miner (e.g. -M options='{\"path\": \"runs/dpr\"}').")
 @click.option("-L", "--loss-option", "loss_options", multiple=True, help="KEY=VALUE option of the variant's loss (e.g. -L lambda_qq=0.1).")
 @click.option("-S", "--sampler-option", "sampler_options", multiple=True, help="KEY=VALUE option of the variant's batch sampler.")
@@ -75,7 +78,8 @@ def train_command(variant, data, pretrain_data, model, output, loss_options, sam
     The checkpoint loads as a retriever (harness run --retriever trained -o path=OUTPUT), in
     sentence-transformers (SentenceTransformer("OUTPUT/model")), and records its recipe.
     """
-    from harness_builtins.training.trainer import resolve_settings, train
+    from harness_builtins.training.plan import resolve_settings
+    from harness_builtins.training.run import train
 
     settings = resolve_settings(
         variant=variant, data=_data(data), pretrain_data=_data(pretrain_data), model=model, output=output, resume=resume,

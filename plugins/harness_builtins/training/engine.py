@@ -22,7 +22,6 @@ question / passage encoders through ``Router``. The harness adds what DPR's reci
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,6 +82,9 @@ class TrainSettings:
     save_steps: int = 500
     logging_steps: int = 10
     gradient_accumulation: int = 1
+    #: Questions per optimizer step over all processes and accumulated steps; when set, the batch
+    #: per device is this / (processes x accumulation) (ART's 64 whatever the GPU count).
+    global_batch_size: int | None = None
     question_marker: str | None = None
     #: The suite whose corpus a variant's miner or in-loop index searches (default: the first
     #: --data suite name).
@@ -93,6 +95,9 @@ class TrainSettings:
     #: between re-embeddings of the corpus (0: never).
     retrieve_k: int | None = None
     refresh_every: int | None = None
+    #: In-loop losses that re-encode retrieved passages with gradient (ART): passages per
+    #: activation-checkpointed chunk (0: all at once).
+    passage_chunk_size: int = 64
     #: Train on the examples of this label only (set per label by a split-by-label recipe).
     only_label: str | None = None
     #: Data, epochs and steps of a two-stage recipe's pre-training stage (epochs and steps
@@ -102,6 +107,9 @@ class TrainSettings:
     pretrain_max_steps: int | None = None
     #: The finished pre-training stage this run starts from (set by the two-stage driver).
     pretrained_from: str | None = None
+    #: Under ``torchrun``: seconds a process waits at a collective (rank 0's data preparation and
+    #: mining included) before the run fails.
+    distributed_timeout: int = 3 * 3600
     resume: bool = False
     progress: bool = True
     loss_options: dict[str, Any] = field(default_factory=dict)
@@ -109,42 +117,62 @@ class TrainSettings:
     miner_options: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
-        def positive(name: str, value: float) -> None:
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                flag = "--lr" if name == "learning_rate" else f"--{name.replace('_', '-')}"
-                raise HarnessError(f"{flag} must be a positive number, got {value!r}")
+        """Every setting against its declaration (:data:`SETTINGS`, the options mechanism every
+        part uses), then what relates settings to each other; one-line errors naming the flag."""
+        from harness.api import OptionError
 
-        for name in ("learning_rate", "batch_size", "epochs", "max_question_length", "max_passage_length",
-                     "save_steps", "logging_steps", "gradient_accumulation"):
-            positive(name, getattr(self, name))
-        for name in ("warmup_ratio", "weight_decay"):
+        for name, option in SETTINGS.items():
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= (1 if name == "warmup_ratio" else 10)):
-                raise HarnessError(f"--{name.replace('_', '-')} out of range: {value!r}")
-        if self.warmup_steps is not None and (isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, int) or self.warmup_steps < 0):
-            raise HarnessError(f"--warmup-steps must be 0 or more, got {self.warmup_steps!r}")
-        positive("index_shard_size", self.index_shard_size)
-        for name in ("retrieve_k", "refresh_every"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "retrieve_k" else 0)):
-                raise HarnessError(f"--{name.replace('_', '-')} must be a {'positive' if name == 'retrieve_k' else 'non-negative'} integer, got {value!r}")
-        if self.max_steps != -1 and self.max_steps < 1:
-            raise HarnessError(f"--max-steps must be a positive number, got {self.max_steps}")
-        if self.hard_negatives is not None and self.hard_negatives < 0:
-            raise HarnessError(f"--hard-negatives must be 0 or more, got {self.hard_negatives}")
-        if self.mixture not in ("proportional", "round_robin"):
-            raise HarnessError(f"--mixture must be proportional or round_robin, got {self.mixture!r}")
-        if self.pooling not in ("cls", "mean"):
-            raise HarnessError(f"--pooling must be cls or mean, got {self.pooling!r}")
+            if name == "max_steps" and value == -1:
+                continue
+            try:
+                option.check(value, name)
+            except OptionError:
+                flag = "--lr" if name == "learning_rate" else f"--{name.replace('_', '-')}"
+                raise HarnessError(f"{flag} must be {option.describe().removesuffix(' or null')}, got {value!r}") from None
         passage_text("", "", self.format)
         if not self.data:
             raise HarnessError("no training data: give --data FILE (a DPR training JSON, or several with weights)")
-        for path, weight in [*self.data, *self.pretrain_data]:
-            positive("data weight", weight)
-        if self.pretrain_epochs is not None:
-            positive("pretrain_epochs", self.pretrain_epochs)
-        if self.pretrain_max_steps is not None and (isinstance(self.pretrain_max_steps, bool) or self.pretrain_max_steps < 1):
-            raise HarnessError(f"--pretrain-max-steps must be a positive number, got {self.pretrain_max_steps}")
+        weight = _positive_number()
+        for path, value in [*self.data, *self.pretrain_data]:
+            try:
+                weight.check(value, "weight")
+            except OptionError:
+                raise HarnessError(f"--data {path}: the weight must be {weight.describe()}, got {value!r}") from None
+
+
+def _positive_number():
+    from harness.api import number
+
+    return number(1.0, min=0, min_exclusive=True)
+
+
+def _declare() -> dict[str, Any]:
+    """The settings' declarations: type and bounds of each (``None`` where a setting may be unset)."""
+    from harness.api import choice, integer, non_negative_int, number, positive_int, probability
+
+    def positive():
+        return number(1.0, min=0, min_exclusive=True)
+
+    return {
+        "learning_rate": positive(), "epochs": positive(), "batch_size": positive_int(16),
+        "max_question_length": positive_int(64), "max_passage_length": positive_int(256),
+        "save_steps": positive_int(500), "logging_steps": positive_int(10), "gradient_accumulation": positive_int(1),
+        "warmup_ratio": probability(0.0), "weight_decay": number(0.0, min=0, max=10),
+        "warmup_steps": non_negative_int(None, nullable=True), "index_shard_size": positive_int(100_000),
+        "global_batch_size": positive_int(None, nullable=True), "distributed_timeout": positive_int(3 * 3600),
+        "passage_chunk_size": non_negative_int(64), "retrieve_k": positive_int(None, nullable=True),
+        "refresh_every": non_negative_int(None, nullable=True), "max_steps": positive_int(1),
+        "hard_negatives": non_negative_int(None, nullable=True), "seed": integer(42),
+        "mixture": choice("proportional", ("proportional", "round_robin")), "pooling": choice("cls", ("cls", "mean")),
+        "format": choice("title_text", FORMATS),
+        "pretrain_epochs": number(None, min=0, min_exclusive=True, nullable=True),
+        "pretrain_max_steps": positive_int(None, nullable=True),
+    }
+
+
+#: name -> :class:`harness.api.options.Option` of every scalar setting (checked by ``check``).
+SETTINGS = _declare()
 
 
 def file_fingerprint(path: Path) -> str:

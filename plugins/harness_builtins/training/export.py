@@ -12,13 +12,11 @@ exported with a warning, since DPR tools will format passages differently from t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from harness.errors import HarnessError, warn
+from harness.results.checkpoint import Checkpoint
 from harness.util.atomic import atomic_dir
-
-RECORD = "harness_training.json"
 
 
 def _sides(model) -> dict[str, list]:
@@ -51,16 +49,13 @@ def export_dpr(checkpoint: str | Path, dest: str | Path) -> Path:
     from sentence_transformers import SentenceTransformer
     from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
 
-    checkpoint, dest = Path(checkpoint), Path(dest)
-    if not (checkpoint / RECORD).is_file() or not (checkpoint / "model" / "modules.json").is_file():
-        raise HarnessError(f"{checkpoint} is not a finished harness train checkpoint (no {RECORD} or model/)")
+    found, dest = Checkpoint.read(checkpoint), Path(dest)
     if dest.exists():
         raise HarnessError(f"{dest} exists; export into a new folder")
-    record = json.loads((checkpoint / RECORD).read_text(encoding="utf-8"))
-    if record.get("format") != "dpr":
-        warn(f"{checkpoint} was trained on passages formatted {record.get('format')!r}; DPR tools feed 'title [SEP] text' "
+    if found.format != "dpr":
+        warn(f"{checkpoint} was trained on passages formatted {found.format!r}; DPR tools feed 'title [SEP] text' "
              f"(train with --format dpr for an exact match)")
-    model = SentenceTransformer(str(checkpoint / "model"), device="cpu")
+    model = SentenceTransformer(str(found.model_dir), device="cpu")
     encoders = {side: _bert(modules, side) for side, modules in _sides(model).items()}  # checked before writing
     dest.mkdir(parents=True)
     for side, (cls, prefix, folder) in {

@@ -198,14 +198,13 @@ class EmbeddingLoss:
 def embed_batch(embeddings: list[Any], *, gather: bool):
     """``(questions, passages)`` from the per-column embeddings ``[question, positive, negative_1,
     ...]`` of the local batch: over several processes each column is gathered with gradient
-    (``torch.distributed.nn.all_gather``), so rows stay in global example order; passages are the
-    positives, then each negative column."""
+    (:func:`~harness_builtins.training.distributed.all_gather_rows`: the processes' batches of one
+    round may differ in size), so rows stay in global example order; passages are the positives,
+    then each negative column."""
     import torch
 
     if gather:
-        from sentence_transformers.util.distributed import all_gather_with_grad
-        from sentence_transformers.util.environment import is_dist_initialized
+        from harness_builtins.training.distributed import all_gather_rows
 
-        if is_dist_initialized():
-            embeddings = [all_gather_with_grad(e) for e in embeddings]
+        embeddings = [all_gather_rows(e) for e in embeddings]
     return embeddings[0], torch.cat(embeddings[1:], dim=0)

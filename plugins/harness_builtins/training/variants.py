@@ -122,7 +122,7 @@ VARIANTS: tuple[VariantSpec, ...] = (
         name="art",
         description="ART: no labelled passages; KL from a seq2seq teacher's question likelihood (-L teacher=MODEL) to the retriever's softmax over its top 32; corpus re-embedded every 500 steps",
         recipe=Recipe(loss=("art", {}), hard_negatives=0, retrieval=InLoopRetrieval(k=32, refresh_every=500),
-                      defaults={"epochs": 10.0, "batch_size": 64, "learning_rate": 2e-5, "warmup_ratio": 0.01, "weight_decay": 0.1}),
-        reference="seed 001 (Sachan et al. 2022, ART)",
+                      defaults={"epochs": 10.0, "global_batch_size": 64, "learning_rate": 2e-5, "warmup_ratio": 0.01, "weight_decay": 0.1}),
+        reference="seed 001 (Sachan et al. 2022, ART; batch 64 over all GPUs: 4 per GPU on its 16)",
     ),
 )

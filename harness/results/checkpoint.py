@@ -1,0 +1,201 @@
+"""The training checkpoint: the folder ``harness train`` writes, with one writer and one reader of
+its record.
+
+A finished checkpoint ``OUT``::
+
+    OUT/model/                  the trained encoders, a sentence-transformers directory
+    OUT/harness_training.json   the record (schema ``harness-training/1``, below)
+    OUT/loss.safetensors        the loss's own parameters, when it has some (a scoring head)
+    OUT/specialised.json        a per-label run: label -> folder (schema ``harness-specialised/1``)
+    OUT/labels/LABEL/           a per-label run: one finished checkpoint per label
+    OUT/stages/pretrain/        a two-stage run: the finished pre-training stage
+    OUT/train_log.jsonl         one line per logging step
+    OUT/checkpoints/            the trainer's resumable checkpoints
+    OUT/mined.json              the training data with mined hard negatives, when mined
+
+The record (every key required unless marked optional)::
+
+    {
+      "schema": "harness-training/1",
+      "variant": "dpr",                 # the registered variant
+      "initial_model": "bert-base-uncased",
+      "data": [{"data", "path", "weight", "examples", "fingerprint", "labels"}],
+      "format": "title_text",           # how passages were written for the passage encoder
+      "seed": 42,
+      "recipe": {...},                  # written: the variant's parts and their options
+      "settings": {...},                # written: every setting of the run
+      "steps": 1234,                    # written: optimizer steps (summed over labels)
+      "distributed": {"world_size", "per_device_batch", "global_batch",
+                      "gradient_accumulation", "examples_per_step"},   # optional
+      "labels": {label: {"folder", ...}},   # optional: a per-label run
+      ...                               # optional: examples, miner, in_loop, pretraining,
+                                        # train_loss, loss_state, seconds, versions, reference
+    }
+
+Keys marked "written" are in every record ``harness train`` writes; a reader accepts a record
+without them. ``write_checkpoint_record`` checks a record and writes it atomically; ``Checkpoint.read`` is the
+one way to open a finished checkpoint (one-line errors naming the file), used by every reader: the
+``trained`` and ``specialised`` retrievers, the late-interaction re-ranker and ``export-dpr``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, InputFileError
+
+SCHEMA = "harness-training/1"
+RECORD_FILE = "harness_training.json"
+MODEL_DIR = "model"
+LOSS_STATE_FILE = "loss.safetensors"
+LOG_FILE = "train_log.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
+MINED_FILE = "mined.json"
+PRETRAIN_DIR = "stages/pretrain"
+LABELS_DIR = "labels"
+LABEL_MAP_FILE = "specialised.json"
+LABEL_MAP_SCHEMA = "harness-specialised/1"
+
+#: Keys every record has, and their types (what the readers need).
+REQUIRED: Mapping[str, type] = {"schema": str, "variant": str, "initial_model": str, "data": list, "format": str, "seed": int}
+#: Keys ``harness train`` always writes; a reader accepts a record without them (hand-made ones).
+WRITTEN: Mapping[str, type] = {"recipe": dict, "settings": dict, "steps": int}
+
+
+def _problems(record: Any, *, writing: bool = False) -> list[str]:
+    if not isinstance(record, dict):
+        return ["not a JSON object"]
+    if record.get("schema") != SCHEMA:
+        return [f"not a {SCHEMA} training record (schema {record.get('schema')!r})"]
+    out = []
+    for key, kind in {**REQUIRED, **WRITTEN}.items():
+        value = record.get(key)
+        if value is None and key in WRITTEN and not writing:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            out.append(f"'{key}' is missing or not a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}")
+    labels = record.get("labels")
+    if labels is not None and not (isinstance(labels, dict) and all(
+            isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("folder"), str) for k, v in labels.items())):
+        out.append("'labels' is not an object of label -> {\"folder\": ...}")
+    return out
+
+
+def write_checkpoint_record(directory: str | Path, record: Mapping[str, Any]) -> Path:
+    """Check ``record`` (the keys above) and write ``directory/harness_training.json``
+    atomically; a per-label record also writes the label map. Returns the record's path."""
+    from harness.util.atomic import write_text_atomic
+
+    record = {"schema": SCHEMA, **record}
+    problems = _problems(record, writing=True)
+    if problems:
+        raise HarnessError(f"training record for {directory}: {problems[0]}")
+    directory = Path(directory)
+    if isinstance(record.get("labels"), dict):
+        folders = {label: entry["folder"] for label, entry in record["labels"].items()}
+        write_text_atomic(directory / LABEL_MAP_FILE,
+                          json.dumps({"schema": LABEL_MAP_SCHEMA, "labels": folders}, indent=1) + "\n")
+    path = directory / RECORD_FILE
+    write_text_atomic(path, json.dumps(record, indent=1, default=str) + "\n")
+    return path
+
+
+def is_finished(directory: str | Path) -> bool:
+    """Whether ``directory`` holds a finished checkpoint's record (not checked further)."""
+    return (Path(directory) / RECORD_FILE).is_file()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A finished ``harness train`` output: its folder and its checked record."""
+
+    path: Path
+    record: Mapping[str, Any]
+
+    @classmethod
+    def read(cls, directory: str | Path, *, model: bool = True) -> Checkpoint:
+        """Open a finished checkpoint; with ``model`` its ``model/`` must be a sentence-transformers
+        directory. Any problem is one line naming the folder or file."""
+        from harness.util import jsonio
+
+        path = Path(directory).expanduser()
+        if not path.is_dir():
+            raise HarnessError(f"{directory}: no such checkpoint directory")
+        record_path = path / RECORD_FILE
+        if not record_path.is_file():
+            raise HarnessError(f"{path} is not a finished harness train checkpoint (no {RECORD_FILE}); "
+                               "an interrupted run resumes with harness train --resume")
+        record = jsonio.load_file(record_path, what="training record")
+        problems = _problems(record)
+        if problems:
+            raise InputFileError(record_path, problems[0])
+        if model and not (path / MODEL_DIR / "modules.json").is_file():
+            raise HarnessError(f"{path / MODEL_DIR} is not a sentence-transformers model directory")
+        return cls(path=path, record=record)
+
+    @property
+    def variant(self) -> str:
+        return self.record["variant"]
+
+    @property
+    def format(self) -> str:
+        return self.record["format"]
+
+    @property
+    def model_dir(self) -> Path:
+        return self.path / MODEL_DIR
+
+    @property
+    def loss_name(self) -> str | None:
+        """The registered loss the checkpoint was trained with."""
+        loss = (self.record.get("recipe") or {}).get("loss")
+        return loss.get("name") if isinstance(loss, dict) else None
+
+    @property
+    def loss_state(self) -> Path | None:
+        """The loss's saved parameters, when it had some."""
+        name = self.record.get("loss_state")
+        return self.path / name if isinstance(name, str) and name else None
+
+    @property
+    def per_label(self) -> bool:
+        return isinstance(self.record.get("labels"), dict)
+
+    def label_folders(self) -> dict[str, Path]:
+        """``label -> checkpoint folder`` of a per-label run (each inside this folder)."""
+        if not self.per_label:
+            raise HarnessError(f"{self.path} has one question encoder (variant {self.variant}), not one per label")
+        root = self.path.resolve()
+        out = {}
+        for label, entry in self.record["labels"].items():
+            folder = (root / entry["folder"]).resolve()
+            if root not in folder.parents:
+                raise InputFileError(self.path / RECORD_FILE, f"label {label!r}: {entry['folder']!r} is outside {self.path}")
+            out[label] = folder
+        return out
+
+    def seen_labels(self) -> list[str]:
+        """The categories of the training data (a suite's parts, a file's labels)."""
+        return sorted({label for d in self.record["data"] if isinstance(d, dict)
+                       for label in d.get("labels") or () if isinstance(label, str)})
+
+    def summary(self) -> dict[str, Any]:
+        """What results record of the checkpoint's making (flat enough for the leaderboard)."""
+        summary = {
+            "variant": self.variant,
+            "initial_model": self.record["initial_model"],
+            "data": [f"{d.get('data', d.get('path'))} ({str(d.get('fingerprint', ''))[:19]})"
+                     for d in self.record["data"] if isinstance(d, dict)],
+            "seed": self.record["seed"],
+            "steps": self.record.get("steps"),
+        }
+        if isinstance(self.record.get("distributed"), dict):
+            summary["batch"] = dict(self.record["distributed"])
+        seen = self.seen_labels()
+        if seen:
+            summary["seen"] = seen
+        return summary

@@ -1,0 +1,429 @@
+"""One stage's training: the model, the dataset, the loss and the batches handed to
+sentence-transformers' ``SentenceTransformerTrainer``, and the checkpoints it leaves.
+
+- :class:`EpochBatches` is the trainer's batch sampler: the variant's sampler run with
+  ``random.Random(f"{seed}:{epoch}")`` (the same batches in any process and any resumed run), cut
+  into equal rounds for ``torchrun`` (:func:`~.distributed.rounds`), the epoch told by
+  :class:`EpochClock` at every epoch's start (not left to a wrapper that may not pass it on).
+- :class:`LogCallback` writes ``train_log.jsonl``; :class:`InLoopCallback` builds, refreshes, saves
+  and restores the in-loop index.
+- :func:`last_complete_checkpoint` finds the checkpoint ``--resume`` continues from: DDP's files
+  (``optimizer.pt``) or FSDP's (``optimizer.bin``, ``optimizer_0/``, ``optimizer_0_rank*.bin``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import registry
+from harness.errors import HarnessError
+from harness.results.checkpoint import CHECKPOINTS_DIR, LOG_FILE, MODEL_DIR
+from harness.util.atomic import write_text_atomic
+
+from harness_builtins.training.data import Prepared
+from harness_builtins.training.distributed import group, rank, rounds
+from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
+from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
+
+from sentence_transformers import SentenceTransformerTrainer
+from transformers import TrainerCallback
+
+
+def _part(kind: str, part, overrides: dict | None = None):
+    name, options = part
+    return registry.load(kind, name, {**dict(options), **(overrides or {})}).value
+
+
+def with_model_defaults(kind: str, part, overrides: dict, model) -> dict:
+    """Options a part can only get from the model being trained, when neither the recipe nor the
+    user set them: a loss's ``dim`` (its head's input size) and a sampler's ``embed`` (questions to
+    vectors with the current question encoder, for clustering)."""
+    declared = registry.registry(kind).get(part[0]).options
+    given = {**dict(part[1]), **overrides}
+    out = dict(overrides)
+    if "dim" in declared and given.get("dim") is None:
+        out["dim"] = model.get_embedding_dimension()
+    if "embed" in declared and given.get("embed") is None and given.get("vectors") is None:
+        def embed(examples):
+            encode = getattr(model, "encode_query", model.encode)
+            return encode([e.question for e in examples], convert_to_numpy=True, show_progress_bar=False)
+
+        out["embed"] = embed
+    return out
+
+
+class EpochBatches:
+    """The variant's sampler as the trainer's ``batch_sampler``: an epoch's batches from
+    ``random.Random(f"{seed}:{epoch}")``, in rounds of one batch per process."""
+
+    def __init__(self, sampler, examples, batch_size: int, seed: int):
+        self.sampler, self.examples, self.batch_size, self.seed = sampler, examples, batch_size, seed
+        self.epoch = 0
+        self._cache: tuple[int, int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def batches(self, epoch: int | None = None) -> list[list[int]]:
+        """Every process's batches of ``epoch`` (default: the current one), batch ``i`` for
+        process ``i mod world``."""
+        epoch = self.epoch if epoch is None else epoch
+        world = group()[1]
+        if self._cache is not None and self._cache[:2] == (epoch, world):
+            return self._cache[2]
+        made = self.sampler(self.examples, self.batch_size, random.Random(f"{self.seed}:{epoch}"))
+        for batch in made:
+            if not batch or any(not (0 <= i < len(self.examples)) for i in batch):
+                raise HarnessError("the batch sampler returned an empty batch or an index out of range")
+        out = rounds(made, world)
+        self._cache = (epoch, world, out)
+        return out
+
+    def __iter__(self):
+        return iter(self.batches())
+
+    def __len__(self) -> int:
+        return len(self.batches())
+
+
+class EpochClock(TrainerCallback):
+    """Tells the batches and the augmentations which epoch starts: ``global_step // steps per
+    epoch``, as the trainer counts epochs (so a run resumed mid-epoch goes on with that epoch)."""
+
+    def __init__(self, batches: EpochBatches, augmenter: AugmentingColumns, accumulation: int):
+        self.batches, self.augmenter, self.accumulation = batches, augmenter, accumulation
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        per_rank = len(self.batches) // group()[1]  # rounds: a multiple of the world size
+        steps = max(per_rank // self.accumulation + int(per_rank % self.accumulation > 0), 1)
+        epoch = state.global_step // steps
+        self.batches.set_epoch(epoch)
+        self.augmenter.epoch = epoch
+
+
+class LogCallback(TrainerCallback):
+    """One JSON line per logging step in ``train_log.jsonl`` (rank 0): step, epoch, the trainer's
+    logs, each loss part, examples per second."""
+
+    def __init__(self, path: Path, loss) -> None:
+        self.path, self.loss = path, loss
+        self.last = time.monotonic()
+        self.last_step = 0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.monotonic()
+        steps = state.global_step - self.last_step
+        record = {"step": state.global_step, "epoch": state.epoch, **logs, **{f"loss/{k}": v for k, v in self.loss.take_parts().items()}}
+        if steps > 0 and now > self.last:
+            world = max(1, args.world_size)
+            record["examples_per_second"] = round(steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * world / (now - self.last), 3)
+        self.last, self.last_step = now, state.global_step
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+class InLoopCallback(TrainerCallback):
+    """The in-loop index: restored from the checkpoint resumed (else built) when training starts,
+    rebuilt every ``refresh_every`` steps, its state saved beside every checkpoint."""
+
+    def __init__(self, index, loss_module, model, checkpoints: Path, refresh_every: int | None, resume_from: Path | None):
+        self.index, self.loss_module, self.model = index, loss_module, model
+        self.checkpoints, self.refresh_every, self.resume_from = checkpoints, refresh_every, resume_from
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not restore_in_loop(self.resume_from, self.index, self.loss_module):  # after a resumed run's weights are loaded
+            self.index.build(self.model, state.global_step)
+
+    def on_save(self, args, state, control, **kwargs):
+        save_in_loop(self.checkpoints / f"checkpoint-{state.global_step}", self.index, self.loss_module)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        every = self.refresh_every
+        if every and state.global_step % every == 0 and state.global_step < state.max_steps:
+            self.index.build(self.model, state.global_step)
+
+
+class HarnessTrainer(SentenceTransformerTrainer):
+    """The sentence-transformers trainer with the variant's batches (:class:`EpochBatches`)."""
+
+    def __init__(self, *args, batches: EpochBatches, **kwargs):
+        self.harness_batches = batches
+        super().__init__(*args, **kwargs)
+
+    def get_batch_sampler(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+        return self.harness_batches
+
+
+def _has_tensorboard() -> bool:
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def training_arguments(settings: TrainSettings, recipe, text_columns: list[str], checkpoints: Path):
+    """The trainer's arguments for ``settings`` (bf16 on a GPU that has it, gloo on CPU)."""
+    import torch
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    cuda = torch.cuda.is_available()
+    marker = settings.question_marker or recipe.question_marker
+    return SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation,
+        learning_rate=settings.learning_rate,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        # an int counts steps, a float below 1 is a share of the steps
+        warmup_steps=settings.warmup_steps if settings.warmup_steps is not None else float(settings.warmup_ratio),
+        weight_decay=settings.weight_decay,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        use_cpu=not cuda,
+        ddp_backend="gloo" if not cuda and int(os.environ.get("WORLD_SIZE", "1")) > 1 else None,
+        ddp_timeout=settings.distributed_timeout,
+        # each column is a separate forward of the model (and of one Router side): with unused
+        # parameters searched for after every forward, the other side's would be marked twice
+        ddp_find_unused_parameters=False,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        logging_steps=settings.logging_steps,
+        logging_first_step=True,
+        report_to=["tensorboard"] if _has_tensorboard() else "none",
+        disable_tqdm=not settings.progress,
+        router_mapping=router_mapping(text_columns, recipe.shared_encoder),
+        prompts={QUESTION: marker} if marker else None,
+        dataloader_drop_last=False,
+        remove_unused_columns=False,
+    )
+
+
+@dataclass
+class Fitted:
+    """What a stage's training left: the model and loss module, the trainer's state and result,
+    the examples trained on, the in-loop record and the batch geometry."""
+
+    model: Any
+    loss_module: Any
+    steps: int
+    train_loss: float | None
+    kept: int
+    in_loop: dict[str, Any] | None
+    distributed: dict[str, Any]
+
+
+def _model_and_data(settings: TrainSettings, recipe, prepared: Prepared):
+    """The model to train (seeded, frozen as the recipe says) and the dataset's columns."""
+    import torch
+
+    torch.manual_seed(settings.seed)
+    start = str(Path(settings.pretrained_from) / MODEL_DIR) if settings.pretrained_from else settings.model
+    model = build_model(start, shared=recipe.shared_encoder, pooling=settings.pooling,
+                        max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length)
+    sep = getattr(model.tokenizer, "sep_token", None) or "[SEP]"
+    if prepared.in_loop:
+        data = {QUESTION: [e.question for e in prepared.usable], "index": list(range(len(prepared.usable)))}
+    else:
+        data = columns(prepared.examples, hard_negatives=prepared.hard_negatives, format=settings.format, sep=sep)
+    freeze_unused(model)
+    if recipe.frozen:
+        freeze(model, recipe.frozen)
+    return model, data, sep
+
+
+def _in_loop_loss(settings: TrainSettings, prepared: Prepared, model, loss_module, sep: str):
+    from harness.util.cache import cache_dir
+
+    from harness_builtins.training.inloop import InLoopIndex, in_loop_loss
+
+    searched = registry.load("suites", prepared.corpus_suite, {}).value
+    index = InLoopIndex(searched.corpus, root=cache_dir() / "dense", format=settings.format, sep=sep,
+                        shard_size=settings.index_shard_size, progress=settings.progress)
+    loss = in_loop_loss(model, loss_module, index, prepared.usable, k=prepared.in_loop.k, format=settings.format, sep=sep,
+                        match=searched.match, passage_chunk_size=settings.passage_chunk_size or None)
+    return index, loss
+
+
+def batch_geometry(settings: TrainSettings) -> dict[str, int]:
+    """Questions per device and step, processes, accumulation; the in-batch group (questions whose
+    passages are each other's negatives: per device x processes) and examples per optimizer step
+    (x accumulation: accumulated steps add no in-batch negatives)."""
+    _, world = group()
+    return {"world_size": world, "per_device_batch": settings.batch_size, "gradient_accumulation": settings.gradient_accumulation,
+            "global_batch": settings.batch_size * world, "examples_per_step": settings.batch_size * world * settings.gradient_accumulation}
+
+
+def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
+    """Train one stage (see the module notes) and return what it left."""
+    from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
+
+    recipe = registry.registry("variants").get(settings.variant).recipe
+    output = Path(settings.output)
+    checkpoints = output / CHECKPOINTS_DIR
+    question_aug = [_part("augmentations", p) for p in recipe.question_augmentations]
+    passage_aug = [_part("augmentations", p) for p in recipe.passage_augmentations]
+    model, data, sep = _model_and_data(settings, recipe, prepared)
+    loss_module = _part("losses", recipe.loss, with_model_defaults("losses", recipe.loss, settings.loss_options, model))
+    sampler = _part("samplers", recipe.sampler, with_model_defaults("samplers", recipe.sampler, settings.sampler_options, model))
+    dataset = Dataset.from_dict(data)
+    augmenter = AugmentingColumns(question_aug, passage_aug, settings.seed, labels=prepared.in_loop is not None)
+    dataset.set_transform(augmenter)
+    index = None
+    if prepared.in_loop:
+        index, loss = _in_loop_loss(settings, prepared, model, loss_module, sep)
+    else:
+        loss = EmbeddingLoss.create(model, loss_module)
+    output.mkdir(parents=True, exist_ok=True)
+    log_path = output / LOG_FILE
+    resume_from = resume_checkpoint(checkpoints) if settings.resume else None
+    batches = EpochBatches(sampler, prepared.usable, settings.batch_size, settings.seed)
+    callbacks = [EpochClock(batches, augmenter, settings.gradient_accumulation), LogCallback(log_path, loss)]
+    if index is not None:
+        callbacks.append(InLoopCallback(index, loss_module, model, checkpoints, prepared.in_loop.refresh_every, resume_from))
+    args = training_arguments(settings, recipe, [c for c in data if c != "index"], checkpoints)
+    trainer = HarnessTrainer(model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks, batches=batches)
+    trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
+    if resume_from is not None:
+        truncate_log(log_path, int(resume_from.name.split("-")[1]))
+    elif log_path.exists() and trainer.is_world_process_zero():
+        log_path.unlink()
+    result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    in_loop_record = _in_loop_record(prepared, index, loss_module)  # every process: a collective
+    if index is not None:
+        index.discard()
+    return Fitted(model=model, loss_module=loss_module, steps=trainer.state.global_step,
+                  train_loss=getattr(result, "training_loss", None), kept=len(data[QUESTION]), in_loop=in_loop_record,
+                  distributed=batch_geometry(settings))
+
+
+# --- in-loop state beside checkpoints ---------------------------------------------------------
+
+
+def _in_loop_state_file(checkpoint: Path) -> Path:
+    return checkpoint / f"in_loop_state-rank{rank()}.json"
+
+
+def save_in_loop(checkpoint: Path, index, loss_module) -> None:
+    """Beside a checkpoint, this process's in-loop state: the index it searches (and the builds so
+    far) and the loss's counts, so that a resumed run goes on with the same index, not one
+    re-embedded by the checkpoint's weights, and counts every step once."""
+    if checkpoint.is_dir():
+        counts = {"skipped": int(loss_module.skipped), "seen": int(loss_module.seen)} if hasattr(loss_module, "skipped") else None
+        write_text_atomic(_in_loop_state_file(checkpoint), json.dumps({"index": index.state(), "counts": counts}) + "\n")
+
+
+def restore_in_loop(checkpoint: Path | None, index, loss_module) -> bool:
+    """Whether every process took up its checkpoint's in-loop state (:func:`save_in_loop`); when
+    any cannot (no state, embeddings deleted), all of them embed the corpus anew."""
+    state = None
+    if checkpoint is not None and _in_loop_state_file(checkpoint).is_file():
+        try:
+            state = json.loads(_in_loop_state_file(checkpoint).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = None
+    ok = isinstance(state, dict) and isinstance(state.get("index"), dict) and index.restore(state["index"])
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        flags = [None] * dist.get_world_size()
+        dist.all_gather_object(flags, bool(ok))
+        ok = all(flags)
+    if ok and isinstance(state.get("counts"), dict) and hasattr(loss_module, "skipped"):
+        loss_module.skipped, loss_module.seen = int(state["counts"]["skipped"]), int(state["counts"]["seen"])
+    return bool(ok)
+
+
+def _in_loop_record(prepared: Prepared, index, loss_module) -> dict[str, Any] | None:
+    """What the in-loop retrieval did: its settings, each (re-)embedding of the corpus (step,
+    cache, seconds, passages/s) and, for a loss that skips questions, how many it skipped
+    (summed over processes)."""
+    if prepared.in_loop is None:
+        return None
+    record: dict[str, Any] = {"k": prepared.in_loop.k, "refresh_every": prepared.in_loop.refresh_every,
+                              "corpus": prepared.corpus_suite, "passages": len(index), "builds": index.builds}
+    if hasattr(loss_module, "skipped"):
+        counts = [int(loss_module.skipped), int(loss_module.seen)]
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            gathered = [None] * dist.get_world_size()
+            dist.all_gather_object(gathered, counts)
+            counts = [sum(c[0] for c in gathered), sum(c[1] for c in gathered)]
+        record["questions_skipped"], record["questions_seen"] = counts
+    return record
+
+
+# --- resumable checkpoints --------------------------------------------------------------------
+
+#: The trainer state and scheduler every checkpoint holds, and the optimizer as DDP or one process
+#: (``optimizer.pt``) or FSDP (full ``optimizer.bin``; sharded ``optimizer_0/``; local
+#: ``optimizer_0_rank{r}.bin``: accelerate's ``save_fsdp_optimizer``) writes it.
+_CHECKPOINT_FILES = ("trainer_state.json", "scheduler.pt")
+
+
+def _has_optimizer(path: Path) -> bool:
+    if (path / "optimizer.pt").is_file() or (path / "optimizer.bin").is_file():
+        return True
+    sharded = path / "optimizer_0"
+    if sharded.is_dir() and any(sharded.iterdir()):
+        return True
+    return any(path.glob("optimizer_0_rank*.bin"))
+
+
+def last_complete_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest ``checkpoint-N`` holding the trainer state, optimizer and scheduler; a
+    checkpoint cut short by a kill is skipped (with a warning), so a resume never reads it."""
+    from harness.errors import warn
+
+    found = []
+    for path in checkpoints.glob("checkpoint-*") if checkpoints.is_dir() else []:
+        step = path.name.removeprefix("checkpoint-")
+        if step.isdigit() and path.is_dir():
+            found.append((int(step), path))
+    for step, path in sorted(found, reverse=True):
+        if all((path / name).is_file() for name in _CHECKPOINT_FILES) and _has_optimizer(path):
+            try:
+                state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                state = None
+            if isinstance(state, dict) and state.get("global_step") == step:
+                return path
+        warn(f"{path} is incomplete (cut short?); resuming from an earlier checkpoint")
+    return None
+
+
+def resume_checkpoint(checkpoints: Path) -> Path | None:
+    """The checkpoint ``--resume`` continues from; none when no checkpoint was written yet. When
+    checkpoints exist but none is complete the run cannot resume: a one-line error, never a silent
+    restart from step 0."""
+    found = last_complete_checkpoint(checkpoints)
+    if found is None and checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")):
+        raise HarnessError(f"{checkpoints}: no complete checkpoint to resume from (each lacks its trainer state, scheduler or "
+                           "optimizer); delete the folder to start over")
+    return found
+
+
+def truncate_log(log_path: Path, step: int) -> None:
+    """Keep the log lines up to ``step``: a resumed run logs the steps after it again."""
+    if not log_path.exists():
+        return
+    kept = []
+    for line in log_path.read_text(encoding="utf-8").splitlines():
+        try:
+            if json.loads(line).get("step", 0) <= step:
+                kept.append(line)
+        except ValueError:
+            break  # a line cut short by the kill, and anything after it
+    write_text_atomic(log_path, "".join(k + "\n" for k in kept))

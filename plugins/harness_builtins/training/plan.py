@@ -1,0 +1,189 @@
+"""The plan of a ``harness train`` run: its settings checked once and its stages expanded up front.
+
+A variant's recipe may ask for more than one training: a **pre-training stage** (two-stage
+recipes, e.g. ``synthetic-pretrain``: the ``pretrain`` variant on ``--pretrain-data`` into
+``OUT/stages/pretrain``, then the recipe on ``--data`` starting from its model) or **one training
+per label** (``split_by_label`` recipes, e.g. ``specialised``: the recipe on each label's examples
+into ``OUT/labels/LABEL``, then ``OUT/model`` and the record assembled from them). ``make_plan``
+turns a run into a flat list of :class:`Stage` s that :func:`~.run.train` runs in order: a stage
+whose output is finished is skipped, an unfinished one resumes with ``--resume``.
+
+Everything that can be wrong with a run's settings is found here, before any stage starts:
+values out of range, options a recipe does not take, a finished or unfinished output, and several
+GPUs without ``torchrun`` (the trainer would fall back to ``DataParallel``, which splits each batch
+over the GPUs and loses the in-batch negatives of the others' questions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import registry
+from harness.errors import HarnessError
+from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, PRETRAIN_DIR, is_finished
+
+from harness_builtins.training.distributed import launched_world, rank
+from harness_builtins.training.engine import TrainSettings
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One training: its settings (output, data, variant, label, start) and its role: ``pretrain``
+    (the first of two stages), ``label`` (one label of a per-label run) or ``main``."""
+
+    role: str
+    settings: TrainSettings
+
+    @property
+    def output(self) -> Path:
+        return Path(self.settings.output)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The stages of a run in order, and for a per-label run the label -> folder map its
+    assembly writes."""
+
+    settings: TrainSettings
+    stages: tuple[Stage, ...]
+    labels: dict[str, str] | None = None
+    #: A per-label run: each ``--data`` entry's record, all labels read.
+    data: list[dict[str, Any]] | None = None
+
+
+def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> TrainSettings:
+    """The settings of a run: what the user gave, else the variant's defaults, else the engine's."""
+    spec = registry.registry("variants").get(variant)
+    known = set(TrainSettings.__dataclass_fields__)
+    unknown = sorted(set(spec.recipe.defaults) - known)
+    if unknown:
+        raise HarnessError(f"variant {variant!r} has a default for an unknown setting {unknown[0]!r}")
+    defaults = dict(spec.recipe.defaults)
+    if "warmup_ratio" in given and "warmup_steps" not in given:
+        defaults.pop("warmup_steps", None)  # the user's warm-up, not the variant's in steps
+    if "batch_size" in given and "global_batch_size" not in given:
+        defaults.pop("global_batch_size", None)  # the user's batch per device, not the variant's global one
+    values = {**defaults, **given, **fixed}
+    data = [(Path(p), w) for p, w in values.pop("data")]
+    values["pretrain_data"] = [(Path(p), w) for p, w in values.pop("pretrain_data", ())]
+    return TrainSettings(variant=variant, data=data, **values)
+
+
+def refuse_data_parallel() -> None:
+    """Several visible GPUs without a launcher: a one-line error naming ``torchrun``."""
+    import torch
+
+    if launched_world() > 1 or not torch.cuda.is_available():
+        return
+    count = torch.cuda.device_count()
+    if count > 1:
+        raise HarnessError(
+            f"{count} GPUs are visible but harness train runs as one process: launch it with "
+            f"torchrun --nproc_per_node {count} -m harness.cli.main train ... (one process per GPU; DataParallel would "
+            "split each batch and lose the other GPUs' in-batch negatives), or pick one GPU with CUDA_VISIBLE_DEVICES=0"
+        )
+
+
+def check_recipe(settings: TrainSettings) -> None:
+    """The settings against the variant's recipe: in-loop flags only for in-loop recipes, the
+    loss's kind matching the recipe's retrieval, pre-training data only for two-stage recipes."""
+    recipe = registry.registry("variants").get(settings.variant).recipe
+    if settings.pretrain_data and recipe.pretrain is None:
+        raise HarnessError(f"--pretrain-data applies to two-stage variants (synthetic-pretrain); {settings.variant!r} is one stage")
+    if recipe.pretrain is not None and not settings.pretrain_data and settings.pretrained_from is None:
+        raise HarnessError(f"variant {settings.variant!r} pre-trains first: give --pretrain-data FILE "
+                           "(e.g. questions made by harness data generate-questions)")
+    if recipe.pretrain is not None and recipe.split_by_label:
+        raise HarnessError(f"variant {settings.variant!r} both pre-trains and splits by label; a recipe does one or the other")
+    if recipe.retrieval is None and (settings.retrieve_k is not None or settings.refresh_every is not None):
+        raise HarnessError(f"--retrieve-k and --refresh-every apply to in-loop variants (qsft, art); {settings.variant!r} is not one")
+    loss_spec = registry.registry("losses").get(recipe.loss[0])
+    if (recipe.retrieval is not None) != loss_spec.in_loop:
+        raise HarnessError(
+            f"variant {settings.variant!r}: loss {loss_spec.name!r} "
+            f"{'searches an in-loop index' if loss_spec.in_loop else 'takes in-batch passages'}, "
+            f"but the recipe {'has no' if recipe.retrieval is None else 'has an'} in-loop retrieval"
+        )
+    if recipe.split_by_label and (recipe.frozen != "passage" or recipe.shared_encoder):
+        raise HarnessError(f"variant {settings.variant!r} splits by label: its recipe must freeze the passage side of separate encoders")
+
+
+def _check_output(stage: Stage) -> None:
+    """An unfinished stage's output may hold checkpoints only when the run resumes."""
+    checkpoints = stage.output / CHECKPOINTS_DIR
+    if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not stage.settings.resume:
+        raise HarnessError(f"{stage.output} holds checkpoints of an unfinished run: add --resume to continue it, "
+                           "or choose another --output")
+
+
+def label_dir(label: str) -> str:
+    """A folder name for a label: itself when it is a plain name, else a cleaned name and a digest."""
+    import hashlib
+    import re
+
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", label):
+        return label
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40].strip("._") + "-" + hashlib.sha256(label.encode()).hexdigest()[:8]
+
+
+def per_device_batch(settings: TrainSettings) -> TrainSettings:
+    """``settings`` with the batch per device of a ``--global-batch-size``: global / (processes x
+    accumulation), which must divide."""
+    if settings.global_batch_size is None:
+        return settings
+    from harness_builtins.training.distributed import group
+
+    world = max(group()[1], launched_world())
+    share = world * settings.gradient_accumulation
+    if settings.global_batch_size % share:
+        raise HarnessError(f"--global-batch-size {settings.global_batch_size} does not divide over {world} process(es) x "
+                           f"{settings.gradient_accumulation} accumulated step(s); give a multiple of {share} or --batch-size")
+    return dataclasses.replace(settings, batch_size=settings.global_batch_size // share)
+
+
+def make_plan(settings: TrainSettings) -> Plan:
+    """Check ``settings`` and expand its stages (see the module notes)."""
+    settings.check()
+    settings = per_device_batch(settings)
+    refuse_data_parallel()
+    check_recipe(settings)
+    output = Path(settings.output)
+    if is_finished(output):
+        raise HarnessError(f"{output} already holds a trained checkpoint (finished); choose another --output")
+    recipe = registry.registry("variants").get(settings.variant).recipe
+    if settings.gradient_accumulation > 1 and recipe.retrieval is None and rank() == 0:
+        from harness.errors import warn
+
+        warn(f"--gradient-accumulation {settings.gradient_accumulation}: each question's in-batch negatives are the "
+             f"passages of its own step ({settings.batch_size} per process); accumulation adds examples per update, not negatives")
+    stages: list[Stage] = []
+    labels = records = None
+    if recipe.pretrain is not None and settings.pretrained_from is None:
+        first = output / PRETRAIN_DIR
+        stages.append(Stage("pretrain", dataclasses.replace(
+            settings, variant=recipe.pretrain, data=list(settings.pretrain_data), pretrain_data=[], output=first,
+            epochs=settings.pretrain_epochs or settings.epochs, max_steps=settings.pretrain_max_steps or settings.max_steps,
+        )))
+        check_recipe(stages[-1].settings)
+        stages.append(Stage("main", dataclasses.replace(settings, pretrained_from=str(first))))
+    elif recipe.split_by_label and settings.only_label is None:
+        from harness_builtins.training.data import data_labels
+
+        found, records = data_labels(settings, in_loop=recipe.retrieval is not None)
+        if not found:
+            raise HarnessError(f"variant {settings.variant!r} trains one question encoder per label, and the training data has "
+                               "none: use a suite of several parts (e.g. demo-train) or files with 'label' fields")
+        labels = {label: f"{LABELS_DIR}/{label_dir(label)}" for label in found}
+        if len(set(labels.values())) != len(labels):
+            raise HarnessError("two labels map to one folder name; rename them")
+        stages.extend(Stage("label", dataclasses.replace(settings, output=output / folder, only_label=label))
+                      for label, folder in labels.items())
+    else:
+        stages.append(Stage("main", settings))
+    for stage in stages:
+        if not is_finished(stage.output):
+            _check_output(stage)
+    return Plan(settings=settings, stages=tuple(stages), labels=labels, data=records)

@@ -1,0 +1,149 @@
+"""``train(settings)``: a run as a straight path: plan, then for each stage data and fit, then the
+checkpoint written.
+
+The output is a :mod:`harness.results.checkpoint` folder (``OUT/model``, ``OUT/harness_training.json``,
+``OUT/train_log.jsonl``, ``OUT/checkpoints/``, ...). ``OUT/model`` and the record are written only
+when training finishes (a temporary folder renamed into place; the record last); an interrupted
+run leaves its checkpoints, and ``--resume`` goes on from the last one. Under ``torchrun`` the
+process group starts first (``--distributed-timeout`` for every wait), every process trains, and
+rank 0 writes.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, registry
+from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
+from harness.util.atomic import atomic_dir, write_bytes_atomic
+
+from harness_builtins.training.distributed import barrier, init_process_group, rank
+from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
+from harness_builtins.training.plan import Plan, Stage, make_plan
+
+
+def versions() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, Any] = {"harness": __version__, "python": platform.python_version()}
+    for package in ("torch", "transformers", "sentence-transformers", "accelerate"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _quiet() -> None:
+    from huggingface_hub.utils import disable_progress_bars
+    from transformers.utils import logging as hf_logging
+
+    import datasets
+
+    disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+
+
+def train(settings: TrainSettings) -> Path:
+    """Train ``settings.variant`` and write ``settings.output`` (see the module notes)."""
+    import torch
+
+    started = time.monotonic()
+    settings.check()
+    init_process_group(cpu=not torch.cuda.is_available(), timeout_seconds=settings.distributed_timeout)
+    if not settings.progress:
+        _quiet()
+    plan = make_plan(settings)
+    for stage in plan.stages:
+        if not is_finished(stage.output):
+            run_stage(stage)
+            barrier()  # rank 0 wrote what the next stage starts from or reads
+    if plan.labels is not None:
+        assemble_labels(plan, started)
+        barrier()
+    return Path(settings.output)
+
+
+def run_stage(stage: Stage) -> None:
+    """One stage: its data (rank 0 first), its training, and on rank 0 its checkpoint."""
+    from harness_builtins.training.data import prepare
+    from harness_builtins.training.fit import fit
+
+    started = time.monotonic()
+    settings = stage.settings
+    prepared = prepare(settings)
+    fitted = fit(settings, prepared)
+    if rank() != 0:
+        return
+    output = Path(settings.output)
+    with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
+        fitted.model.save(str(tmp))
+    state = {k: v for k, v in fitted.loss_module.state_dict().items()}
+    if state:
+        from safetensors.torch import save
+
+        write_bytes_atomic(output / LOSS_STATE_FILE, save({k: v.contiguous() for k, v in state.items()}))
+    variant = registry.registry("variants").get(settings.variant)
+    write_checkpoint_record(output, {
+        **_common(settings, variant, prepared.records),
+        "examples": {"read": prepared.read, "after_mixture": len(prepared.examples), "trained_on": fitted.kept,
+                     "left_out": len(prepared.examples) - fitted.kept},
+        "hard_negatives": prepared.hard_negatives,
+        "miner": prepared.miner,
+        "in_loop": fitted.in_loop,
+        "pretraining": _pretraining_record(settings.pretrained_from),
+        "distributed": fitted.distributed,
+        "steps": fitted.steps,
+        "train_loss": fitted.train_loss,
+        "loss_state": LOSS_STATE_FILE if state else None,
+        "seconds": round(time.monotonic() - started, 3),
+        "versions": versions(),
+    })
+
+
+def _common(settings: TrainSettings, variant, records: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"variant": settings.variant, "reference": variant.reference, "recipe": recipe_record(variant.recipe),
+            "settings": settings_record(settings), "initial_model": settings.model, "data": records,
+            "format": settings.format, "seed": settings.seed}
+
+
+def _pretraining_record(stage: str | None) -> dict[str, Any] | None:
+    """The pre-training stage a two-stage run started from: its folder, variant, data and steps."""
+    if stage is None:
+        return None
+    record = Checkpoint.read(stage).record
+    return {"output": stage, "variant": record["variant"], "data": record["data"], "steps": record.get("steps"),
+            "train_loss": record.get("train_loss"), "seconds": record.get("seconds")}
+
+
+def assemble_labels(plan: Plan, started: float) -> None:
+    """A per-label run's top level (rank 0): ``OUT/model`` (the starting model: the shared passage
+    encoder, and the question encoder of labels without their own) and the record naming each
+    label's folder (and ``OUT/specialised.json``)."""
+    if rank() != 0:
+        return
+    import torch
+
+    from harness_builtins.training.model import build_model
+
+    settings = plan.settings
+    runs = {label: Checkpoint.read(Path(settings.output) / folder).record for label, folder in plan.labels.items()}
+    torch.manual_seed(settings.seed)  # as each label's run: any newly initialised weights are theirs
+    model = build_model(settings.model, shared=False, pooling=settings.pooling,
+                        max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length)
+    output = Path(settings.output)
+    with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
+        model.save(str(tmp))
+    variant = registry.registry("variants").get(settings.variant)
+    write_checkpoint_record(output, {
+        **_common(settings, variant, plan.data or []),
+        "labels": {label: {"folder": plan.labels[label], "steps": r.get("steps"), "examples": r.get("examples"),
+                           "in_loop": r.get("in_loop"), "train_loss": r.get("train_loss")} for label, r in runs.items()},
+        "distributed": next(iter(runs.values())).get("distributed"),
+        "steps": sum(int(r.get("steps") or 0) for r in runs.values()),
+        "seconds": round(time.monotonic() - started, 3), "versions": versions(),
+    })

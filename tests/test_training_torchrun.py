@@ -1,0 +1,232 @@
+"""``harness train`` under torchrun, on CPU with two gloo processes: whole epochs whose example count
+does not divide by batch x processes end on every process (no hang at the epoch's end), each epoch
+has new batches, two processes of batch B train like one of batch 2B, rank 0 prepares the data
+while the others wait, and the record states the batch geometry."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.api import Passage, TrainingExample
+
+from test_training_engine import tiny  # noqa: F401 - the tiny random BERT fixture
+
+torch = pytest.importorskip("torch")
+
+HERE = Path(__file__).resolve().parent
+#: 19 examples: batch 4 over 2 processes leaves 3 examples after two full rounds, batch 8 in one
+#: process a short last batch of 3.
+COUNT = 19
+
+
+def _examples() -> list[TrainingExample]:
+    return [TrainingExample(
+        question=f"which number is written on door {i}?", answers=(f"n{i}",),
+        positives=(Passage(id=f"p{i}", title=f"Door {i}", text=f"Door {i} shows the number n{i}."),),
+        hard_negatives=(Passage(id=f"x{i}", title=f"Door {i + 50}", text=f"Door {i + 50} shows the number n{i + 50}."),),
+    ) for i in range(COUNT)]
+
+
+@pytest.fixture(scope="module")
+def odd_data(tmp_path_factory) -> Path:
+    from harness.data.training import write_training_examples
+
+    path = tmp_path_factory.mktemp("odd") / "train.json"
+    write_training_examples(path, _examples())
+    return path
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _args(tiny: Path, data: Path, output: Path, batch: int) -> list[str]:
+    return ["train", "--variant", "dpr", "--data", str(data), "--model", str(tiny), "--output", str(output),
+            "--epochs", "2", "--batch-size", str(batch), "--max-question-length", "16", "--max-passage-length", "32",
+            "--logging-steps", "1", "--save-steps", "1000", "--no-progress", "--distributed-timeout", "120"]
+
+
+def _trace(directory: Path, rank: int) -> list[dict]:
+    return [json.loads(line) for line in (directory / f"rank{rank}.jsonl").read_text().splitlines()]
+
+
+def _losses(output: Path) -> list[float]:
+    lines = [json.loads(line) for line in (output / "train_log.jsonl").read_text().splitlines()]
+    return [line["loss"] for line in lines if "loss" in line]
+
+
+def test_two_processes_finish_uneven_epochs_with_new_batches_like_one_with_the_global_batch(tiny, odd_data, tmp_path):  # noqa: F811
+    one, one_trace = tmp_path / "one", tmp_path / "one-trace"
+    done = subprocess.run([sys.executable, str(HERE / "torchrun_train.py"), str(one_trace), *_args(tiny, odd_data, one, 8)],
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    two, two_trace = tmp_path / "two", tmp_path / "two-trace"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               str(HERE / "torchrun_train.py"), str(two_trace), *_args(tiny, odd_data, two, 4)]
+    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    single, rank0, rank1 = _trace(one_trace, 0), _trace(two_trace, 0), _trace(two_trace, 1)
+    # equal steps on both processes: 19 examples = 2 rounds of 2 x 4, then 3 split 2 + 1
+    assert len(rank0) == len(rank1) == len(single) == 6
+    assert [len(b["indices"]) for b in rank0] == [4, 4, 2] * 2
+    assert [len(b["indices"]) for b in rank1] == [4, 4, 1] * 2
+    for epoch in (0, 1):
+        seen = [i for b in rank0 + rank1 if b["epoch"] == epoch for i in b["indices"]]
+        assert sorted(seen) == list(range(COUNT))  # every example once per epoch, none padded
+    # each epoch has its own batches
+    assert [b["indices"] for b in rank0[:3]] != [b["indices"] for b in rank0[3:]]
+    # the global batch of each step is the single process's batch of 8, in the same order
+    assert [a["indices"] + b["indices"] for a, b in zip(rank0, rank1)] == [s["indices"] for s in single]
+    assert [b["epoch"] for b in single] == [0, 0, 0, 1, 1, 1]
+
+    record = json.loads((two / "harness_training.json").read_text())
+    assert record["steps"] == 6
+    assert record["distributed"] == {"world_size": 2, "per_device_batch": 4, "gradient_accumulation": 1,
+                                     "global_batch": 8, "examples_per_step": 8}
+    assert json.loads((one / "harness_training.json").read_text())["distributed"]["world_size"] == 1
+    # the same losses step by step (the first exactly up to float sums; later ones after updates
+    # that differ by float rounding)
+    a, b = _losses(one), _losses(two)
+    assert len(a) == len(b) == 6
+    assert b[0] == pytest.approx(a[0], rel=1e-5)
+    assert b == pytest.approx(a, rel=1e-3)
+
+
+def test_rounds_give_every_process_the_same_number_of_batches():
+    from harness_builtins.training.distributed import rounds
+
+    batches = [list(range(i * 16, i * 16 + 16)) for i in range(62)] + [list(range(992, 1000))]
+    # accelerate alone: batch i to process i mod 8 gives [8, 8, 8, 8, 8, 8, 8, 7] steps
+    assert [len(batches[r::8]) for r in range(8)] == [8] * 7 + [7]
+    out = rounds(batches, 8)
+    assert [len(out[r::8]) for r in range(8)] == [8] * 8
+    assert out[:56] == batches[:56]
+    assert sorted(i for b in out for i in b) == list(range(1000))  # the 104 left over: 13 per process
+    assert [len(b) for b in out[56:]] == [13] * 8
+    assert rounds([[0, 1, 2], [3, 4, 5], [6]], 4) == [[0, 1], [2, 3], [4, 5], [6]]
+    # fewer examples left than processes: filled with the epoch's first examples
+    assert rounds([[0, 1], [2]], 4) == [[0], [1], [2], [0]]
+    assert rounds([[0]], 3) == [[0], [0], [0]]
+    # one process: the sampler's batches as they are
+    assert rounds([[0, 1, 2], [3]], 1) == [[0, 1, 2], [3]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank_zero_first(rank: int, world: int, port: int, out: str) -> None:
+    import time
+
+    import torch.distributed as dist
+
+    from harness_builtins.training import data as training_data
+    from harness_builtins.training.distributed import rank_zero_first
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        with rank_zero_first() as first:
+            if first:
+                time.sleep(0.5)
+            with open(Path(out) / "order.txt", "a") as f:
+                f.write(f"{rank}\n")
+        mined_by = []
+
+        def fake_mine(recipe, settings, datasets, hard_negatives):
+            mined_by.append(rank)
+            return [[e for e in group] for group in datasets], {"name": "fake"}
+
+        training_data.mine = fake_mine
+
+        class Settings:
+            output = Path(out) / "run"
+
+        datasets = [_examples()[:5], _examples()[5:]] if rank == 0 else []
+        got, record = training_data._mined_everywhere(None, Settings, datasets, 1, rank == 0)
+        with open(Path(out) / f"mined{rank}.json", "w") as f:
+            json.dump({"sizes": [len(g) for g in got], "record": record, "mined_by": mined_by,
+                       "first": got[1][0].question}, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_rank_zero_prepares_first_and_mines_alone(tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_zero_first, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    assert (tmp_path / "order.txt").read_text().split() == ["0", "1"]
+    zero, one = (json.loads((tmp_path / f"mined{r}.json").read_text()) for r in (0, 1))
+    assert zero["mined_by"] == [0] and one["mined_by"] == []
+    assert zero["sizes"] == one["sizes"] == [5, COUNT - 5]
+    assert one["record"] == {"name": "fake"} and one["first"] == _examples()[5].question
+    assert (tmp_path / "run" / "mined.json").is_file()
+
+
+def test_several_gpus_without_torchrun_are_refused(monkeypatch):
+    from harness.errors import HarnessError
+    from harness_builtins.training.plan import refuse_data_parallel
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    with pytest.raises(HarnessError, match=r"torchrun --nproc_per_node 4") as error:
+        refuse_data_parallel()
+    assert "\n" not in str(error.value)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    refuse_data_parallel()  # one process per GPU: fine
+
+
+@pytest.mark.parametrize("layout", [["optimizer.pt"], ["optimizer.bin"], ["optimizer_0/__0_0.distcp"], ["optimizer_0_rank0.bin"]])
+def test_a_checkpoint_is_complete_with_the_optimizer_ddp_or_fsdp_writes(tmp_path, layout):
+    from harness_builtins.training.fit import last_complete_checkpoint
+
+    checkpoint = tmp_path / "checkpoint-4"
+    checkpoint.mkdir()
+    for name in [*layout, "scheduler.pt"]:
+        (checkpoint / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkpoint / name).write_bytes(b"x")
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 4}))
+    assert last_complete_checkpoint(tmp_path) == checkpoint
+
+
+def test_resume_without_a_complete_checkpoint_is_an_error_not_a_restart(tmp_path):
+    from harness.errors import HarnessError
+    from harness_builtins.training.fit import resume_checkpoint
+
+    assert resume_checkpoint(tmp_path / "none") is None  # nothing written yet: start
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-2" / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
+    with pytest.raises(HarnessError, match="no complete checkpoint to resume from"):
+        resume_checkpoint(tmp_path)
+
+
+def test_a_global_batch_is_shared_over_processes_and_accumulated_steps(monkeypatch, tmp_path):
+    """ART's batch of 64 is global (4 per GPU on the paper's 16): the batch per device follows the
+    process count; a batch per device given by the user wins over the variant's global one."""
+    from harness.errors import HarnessError
+    from harness_builtins.training.plan import per_device_batch, resolve_settings
+
+    art = resolve_settings(variant="art", given={}, data=[("demo-train", 1.0)], model="m", output=tmp_path)
+    assert art.global_batch_size == 64
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert per_device_batch(art).batch_size == 64
+    monkeypatch.setenv("WORLD_SIZE", "16")
+    assert per_device_batch(art).batch_size == 4
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    import dataclasses
+
+    assert per_device_batch(dataclasses.replace(art, gradient_accumulation=2)).batch_size == 4
+    with pytest.raises(HarnessError, match="does not divide over 8 process"):
+        per_device_batch(dataclasses.replace(art, gradient_accumulation=3))
+    mine = resolve_settings(variant="art", given={"batch_size": 8}, data=[("demo-train", 1.0)], model="m", output=tmp_path)
+    assert mine.global_batch_size is None and per_device_batch(mine).batch_size == 8
