@@ -154,6 +154,10 @@ def test_the_trained_retriever_runs_and_records_its_variant(tiny, data, tmp_path
     parameters = evaluation.result["retriever"]["parameters"]
     assert parameters["variant"] == "dpr" and parameters["training"]["seed"] == 42
     assert parameters["format"] == "title_text"
+    # how the training was spread is provenance, in the compute block (not the configuration)
+    assert "batch" not in parameters["training"]
+    assert evaluation.result["compute"]["retriever"]["training"] == {
+        "world_size": 1, "per_device_batch": 4, "gradient_accumulation": 1, "global_batch": 4, "examples_per_step": 4}
 
 
 @pytest.mark.parametrize(

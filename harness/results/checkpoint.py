@@ -183,8 +183,16 @@ class Checkpoint:
         return sorted({label for d in self.record["data"] if isinstance(d, dict)
                        for label in d.get("labels") or () if isinstance(label, str)})
 
+    @property
+    def distributed(self) -> dict[str, Any] | None:
+        """How the training was spread: processes, batch per device and global, accumulation."""
+        block = self.record.get("distributed")
+        return dict(block) if isinstance(block, dict) else None
+
     def summary(self) -> dict[str, Any]:
-        """What results record of the checkpoint's making (flat enough for the leaderboard)."""
+        """What results record of the checkpoint's making (flat enough for the leaderboard; part of
+        a result's configuration). The weights' digest names the model, so how the training was
+        spread over processes (:attr:`distributed`) goes to a result's ``compute`` block instead."""
         summary = {
             "variant": self.variant,
             "initial_model": self.record["initial_model"],
@@ -193,8 +201,6 @@ class Checkpoint:
             "seed": self.record["seed"],
             "steps": self.record.get("steps"),
         }
-        if isinstance(self.record.get("distributed"), dict):
-            summary["batch"] = dict(self.record["distributed"])
         seen = self.seen_labels()
         if seen:
             summary["seen"] = seen

@@ -70,7 +70,8 @@ class DenseRetriever:
 
     def compute(self) -> dict[str, Any]:
         """How the run computed (the result's ``compute`` block): the passage encoder's device and
-        precision, the index's search device, count and score precision, and its bytes."""
+        precision, the index's search device, count and score precision, and its bytes; for a
+        trained checkpoint, its training's processes and batch geometry."""
         from harness_builtins.dense.pipeline import compute_precision
 
         passage = sides(self.encoder)[1] if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)) else self.encoder
@@ -88,6 +89,9 @@ class DenseRetriever:
         if self.dense_index is not None:
             record.update(self.dense_index.compute)
             record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))
+        training = getattr(self.encoder, "training_compute", None)
+        if callable(training) and training() is not None:
+            record["training"] = training()  # a trained checkpoint: how its training was spread
         return record
 
     def index(self, corpus: Corpus, context: RunContext) -> None:

@@ -34,6 +34,11 @@ class TrainedEncoder:
     def parameters(self) -> dict[str, Any]:
         return {"variant": self.record["variant"], **self.inner.parameters(), "training": self.checkpoint.summary()}
 
+    def training_compute(self) -> dict[str, Any] | None:
+        """The checkpoint's batch geometry (processes, batch per device and global, accumulation)
+        for a result's ``compute`` block."""
+        return self.checkpoint.distributed
+
     def encode_queries(self, queries):
         return self.inner.encode_queries(queries)
 
