@@ -100,23 +100,54 @@ def test_two_processes_finish_uneven_epochs_with_new_batches_like_one_with_the_g
     assert b == pytest.approx(a, rel=1e-3)
 
 
-def test_rounds_give_every_process_the_same_number_of_batches():
-    from harness_builtins.training.distributed import rounds
+def test_global_batches_split_give_every_process_the_same_number_of_batches():
+    from harness_builtins.training.distributed import split
 
-    batches = [list(range(i * 16, i * 16 + 16)) for i in range(62)] + [list(range(992, 1000))]
-    # accelerate alone: batch i to process i mod 8 gives [8, 8, 8, 8, 8, 8, 8, 7] steps
-    assert [len(batches[r::8]) for r in range(8)] == [8] * 7 + [7]
-    out = rounds(batches, 8)
+    # accelerate alone, batches of 16 to process i mod 8: [8, 8, 8, 8, 8, 8, 8, 7] steps
+    per_device = [list(range(i * 16, min(i * 16 + 16, 1000))) for i in range(63)]
+    assert [len(per_device[r::8]) for r in range(8)] == [8] * 7 + [7]
+    # the sampler's global batches of 8 x 16, each split over the 8 processes
+    global_batches = [list(range(i * 128, min(i * 128 + 128, 1000))) for i in range(8)]
+    out = split(global_batches, 8)
     assert [len(out[r::8]) for r in range(8)] == [8] * 8
-    assert out[:56] == batches[:56]
-    assert sorted(i for b in out for i in b) == list(range(1000))  # the 104 left over: 13 per process
-    assert [len(b) for b in out[56:]] == [13] * 8
-    assert rounds([[0, 1, 2], [3, 4, 5], [6]], 4) == [[0, 1], [2, 3], [4, 5], [6]]
-    # fewer examples left than processes: filled with the epoch's first examples
-    assert rounds([[0, 1], [2]], 4) == [[0], [1], [2], [0]]
-    assert rounds([[0]], 3) == [[0], [0], [0]]
+    assert out[:8] == [list(range(i * 16, i * 16 + 16)) for i in range(8)]
+    assert [len(b) for b in out[56:]] == [13] * 8  # the last 104: 13 per process
+    assert [i for b in out for i in b] == list(range(1000))  # in order, each once
+    assert split([[0, 1, 2, 3, 4]], 2) == [[0, 1, 2], [3, 4]]
+    # fewer examples than processes: filled with the epoch's first examples
+    assert split([[0, 1, 2]], 4) == [[0], [1], [2], [0]]
+    assert split([[0]], 3) == [[0], [0], [0]]
     # one process: the sampler's batches as they are
-    assert rounds([[0, 1, 2], [3]], 1) == [[0, 1, 2], [3]]
+    assert split([[0, 1, 2], [3]], 1) == [[0, 1, 2], [3]]
+
+
+def _rank_zero_fails(rank: int, world: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    from harness.errors import HarnessError
+    from harness_builtins.training.distributed import rank_zero_first
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        try:
+            with rank_zero_first():
+                if rank == 0:
+                    raise OSError("download failed")
+                Path(out, "body-ran").write_text("1")
+        except (OSError, HarnessError) as exc:
+            Path(out, f"error{rank}.txt").write_text(str(exc))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_failure_on_rank_0_while_preparing_stops_the_others_with_one_line(tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_zero_fails, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    assert (tmp_path / "error0.txt").read_text() == "download failed"
+    assert (tmp_path / "error1.txt").read_text() == (
+        "rank 0 failed while preparing the data (OSError: download failed); this process stops too")
+    assert not (tmp_path / "body-ran").exists()
 
 
 def _free_port() -> int:
@@ -166,7 +197,7 @@ def test_rank_zero_prepares_first_and_mines_alone(tmp_path):
     mp.spawn(_rank_zero_first, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
     assert (tmp_path / "order.txt").read_text().split() == ["0", "1"]
     zero, one = (json.loads((tmp_path / f"mined{r}.json").read_text()) for r in (0, 1))
-    assert zero["mined_by"] == [0] and one["mined_by"] == []
+    assert zero["mined_by"] == [0] and one["mined_by"] == []  # both read the file back
     assert zero["sizes"] == one["sizes"] == [5, COUNT - 5]
     assert one["record"] == {"name": "fake"} and one["first"] == _examples()[5].question
     assert (tmp_path / "run" / "mined.json").is_file()
@@ -177,6 +208,7 @@ def test_several_gpus_without_torchrun_are_refused(monkeypatch):
     from harness_builtins.training.plan import refuse_data_parallel
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     with pytest.raises(HarnessError, match=r"torchrun --nproc_per_node 4") as error:
@@ -230,3 +262,37 @@ def test_a_global_batch_is_shared_over_processes_and_accumulated_steps(monkeypat
         per_device_batch(dataclasses.replace(art, gradient_accumulation=3))
     mine = resolve_settings(variant="art", given={"batch_size": 8}, data=[("demo-train", 1.0)], model="m", output=tmp_path)
     assert mine.global_batch_size is None and per_device_batch(mine).batch_size == 8
+    with pytest.raises(HarnessError, match="not both"):
+        resolve_settings(variant="art", given={"batch_size": 8, "global_batch_size": 64}, data=[("demo-train", 1.0)],
+                         model="m", output=tmp_path)
+
+
+def test_under_fsdp_rank_0_saves_the_gathered_full_weights():
+    """FSDP shards the weights over processes: the model written is a fresh one loaded with the
+    state dict every process gathered (here a stand-in trainer whose gather returns new weights)."""
+    from harness_builtins.training.fit import final_model
+
+    trained, fresh = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    full = {"weight": torch.ones(2, 2), "bias": torch.zeros(2)}
+
+    class Accelerator:
+        def get_state_dict(self, model):
+            return full
+
+    class Trainer:
+        is_fsdp_enabled, accelerator, model = True, Accelerator(), trained
+
+    saved = final_model(Trainer(), trained, lambda: fresh)
+    assert saved is fresh and torch.equal(saved.weight, full["weight"])
+    Trainer.is_fsdp_enabled = False
+    assert final_model(Trainer(), trained, lambda: fresh) is trained
+
+
+def test_torchrun_with_one_process_on_a_multi_gpu_machine_is_not_refused(monkeypatch):
+    from harness_builtins.training.plan import refuse_data_parallel
+
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    refuse_data_parallel()

@@ -331,37 +331,39 @@ def path(default: Any = None, *, nullable: bool = False, help: str = "") -> Opti
 # --------------------------------------------------------------------------------- a set of options
 
 
-class Options(Mapping[str, Any]):
-    """A spec's options: a read-only mapping of name -> **default** (as ``options`` always was),
-    that also keeps each name's :class:`Option` (:meth:`declaration`).
+class Options(dict):
+    """A spec's options: a read-only ``dict`` of name -> **default** (as ``options`` always was:
+    ``json.dumps``, ``.copy()``, ``isinstance(..., dict)`` work as before), that also keeps each
+    name's :class:`Option` (:meth:`declaration`).
 
     Built from a mapping whose values are plain defaults (which declare only the name and the
     default: any value is accepted) or :class:`Option` objects. ``a | b`` merges (``b`` wins);
-    ``dict(options)`` and ``{**options}`` give the defaults.
+    ``dict(options)``, ``{**options}`` and ``.copy()`` give the defaults as a plain dict.
     """
 
     def __init__(self, declared: Mapping[str, Any] | None = None):
         if isinstance(declared, Options):
-            self._declared: dict[str, Option] = dict(declared._declared)
-            return
-        if declared is None:
-            declared = {}
-        if not isinstance(declared, Mapping):
-            raise TypeError(f"options must be a mapping of option names to defaults or Option declarations, got {type(declared).__name__}")
-        self._declared = {}
-        for name, value in declared.items():
-            if not isinstance(name, str):
-                raise TypeError(f"option names must be text, got {name!r}")
-            self._declared[name] = value if isinstance(value, Option) else Option(value)
+            found = dict(declared._declared)
+        else:
+            if declared is None:
+                declared = {}
+            if not isinstance(declared, Mapping):
+                raise TypeError(f"options must be a mapping of option names to defaults or Option declarations, got {type(declared).__name__}")
+            found = {}
+            for name, value in declared.items():
+                if not isinstance(name, str):
+                    raise TypeError(f"option names must be text, got {name!r}")
+                found[name] = value if isinstance(value, Option) else Option(value)
+        self._declared: dict[str, Option] = found
+        super().__init__({name: option.default for name, option in found.items()})
 
-    def __getitem__(self, name: str) -> Any:
-        return self._declared[name].default
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a spec's options are read-only; build new ones with Options({...}) or options | {...}")
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._declared)
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only  # type: ignore[assignment]
 
-    def __len__(self) -> int:
-        return len(self._declared)
+    def __reduce__(self):
+        return (Options, (self._declared,))
 
     def __repr__(self) -> str:
         return f"Options({dict(self)!r})"

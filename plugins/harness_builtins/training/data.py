@@ -151,25 +151,35 @@ def mine(recipe, settings: TrainSettings, datasets: list, hard_negatives: int) -
 
 
 def _mined_everywhere(recipe, settings: TrainSettings, datasets: list, hard_negatives: int, first: bool) -> tuple[list, dict[str, Any]]:
-    """Rank 0 mines and writes ``OUT/mined.json``; every other process reads it back and cuts it
-    into the datasets by the sizes rank 0 sends."""
+    """Rank 0 mines and writes ``OUT/mined.json`` while the others wait; then every process (rank
+    0 too, under ``torchrun``) reads the file back and cuts it into the datasets by the sizes rank 0 sends, so all
+    train on the same examples. A failure on rank 0 stops every process."""
     from harness.data.training import read_training_examples, write_training_examples
 
+    from harness_builtins.training.distributed import broadcast
+
     output = Path(settings.output)
-    box: list[Any] = [None]
+    message: Any = None
     if first:
-        datasets, record = mine(recipe, settings, datasets, hard_negatives)
-        output.mkdir(parents=True, exist_ok=True)
-        write_training_examples(output / MINED_FILE, (e for group in datasets for e in group))
-        box = [([len(g) for g in datasets], record)]
+        try:
+            datasets, record = mine(recipe, settings, datasets, hard_negatives)
+            output.mkdir(parents=True, exist_ok=True)
+            write_training_examples(output / MINED_FILE, (e for group in datasets for e in group))
+            message = ("ok", [len(g) for g in datasets], record)
+        except BaseException as exc:
+            broadcast(("failed", f"{type(exc).__name__}: {exc}"[:300], None))
+            raise
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
-        dist.broadcast_object_list(box, src=0)
-    if first:
-        return datasets, record
-    sizes, record = box[0]
+    if not (dist.is_available() and dist.is_initialized()):
+        return datasets, record  # one process: the mined examples as they are
+    status, sizes, record = broadcast(message)
+    if status != "ok":
+        raise HarnessError(f"rank 0 failed while mining hard negatives ({sizes}); this process stops too")
     examples = list(read_training_examples(output / MINED_FILE))
+    if len(examples) != sum(sizes):
+        raise HarnessError(f"{output / MINED_FILE}: {len(examples)} examples read back, {sum(sizes)} mined "
+                           "(the miner returned examples the training format cannot hold, e.g. without a positive)")
     out, start = [], 0
     for size in sizes:
         out.append(examples[start : start + size])

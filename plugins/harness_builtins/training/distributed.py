@@ -5,15 +5,15 @@ batches, and an all-gather with gradient that accepts a different row count on e
 of one step (the embeddings' all-gather, DDP's gradient all-reduce) wait for a process that has
 finished its epoch. accelerate hands batch ``i`` of the batch sampler to process ``i mod W``; a
 sampler that yields ``n`` batches with ``n mod W != 0`` gives some processes one step more (1,000
-examples, batch 16, 8 processes: steps ``[8, 8, 8, 8, 8, 8, 8, 7]``). :func:`rounds` keeps the
-sampler's batches in rounds of ``W``, one batch per process, and splits the examples of the
-``n mod W`` batches left over (the epoch's short batch among them) over the ``W`` processes in
-order, ``ceil(r/W)`` or ``floor(r/W)`` each: every process takes ``ceil(n/W)`` steps. Batches of
-one round may differ in size (:func:`all_gather_rows` gathers any row counts), so the global batch
-of every round is, in rank order, what one process with batch ``W x B`` sees, the epoch's last short
-batch included. When fewer examples than processes are left over, the round is filled up to one
-example per process with the epoch's first examples (DPR pads its last shard the same way). One
-process (``W = 1``) gets the sampler's batches unchanged.
+examples, batch 16, 8 processes: steps ``[8, 8, 8, 8, 8, 8, 8, 7]``). Instead, the variant's
+sampler makes the epoch's *global* batches (of ``W x B`` questions: duplicate positives kept
+apart and categories kept together over the whole global batch, as one process of batch ``W x B``
+would have them) and :func:`split` cuts each into ``W`` consecutive slices, ``ceil`` or
+``floor`` of its size over ``W``, one per process: every process takes one step per global batch,
+and the gathered round is the global batch in its order, the epoch's short last batch included.
+A global batch of fewer examples than processes is filled up to one example per process with the
+epoch's first examples (DPR pads its last shard the same way). One process (``W = 1``) gets the
+sampler's batches unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 from datetime import timedelta
 
 def launched_world() -> int:
@@ -74,40 +75,58 @@ def init_process_group(*, cpu: bool, timeout_seconds: int) -> None:
     PartialState(cpu=cpu, backend="gloo" if cpu else None, timeout=timedelta(seconds=timeout_seconds))
 
 
+def broadcast(value: Any) -> Any:
+    """Rank 0's ``value`` on every process (itself without a group)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 @contextlib.contextmanager
 def rank_zero_first() -> Iterator[bool]:
     """Rank 0 runs the body first (downloads, caches, mining: anything written to shared files),
     the other processes wait for it, then run the body themselves (reading what rank 0 wrote).
-    Yields whether this process is rank 0."""
+    Yields whether this process is rank 0. When rank 0's body fails, every other process stops
+    with one line saying so (rank 0 raises its own error)."""
     first = rank() == 0
-    if not first:
-        barrier()
-    try:
-        yield first
-    finally:
-        if first:
-            barrier()
+    if first:
+        try:
+            yield True
+        except BaseException as exc:
+            broadcast(f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        broadcast(None)
+        return
+    failed = broadcast(None)
+    if failed is not None:
+        from harness.errors import HarnessError
+
+        raise HarnessError(f"rank 0 failed while preparing the data ({failed}); this process stops too")
+    yield False
 
 
-def rounds(batches: list[list[int]], world: int) -> list[list[int]]:
-    """The epoch's ``batches`` (lists of example indices) as rounds of ``world`` batches, batch
-    ``i`` for process ``i mod world`` (see the module notes); unchanged for one process."""
-    if world <= 1 or not batches:
+def split(batches: list[list[int]], world: int) -> list[list[int]]:
+    """The epoch's global ``batches`` (lists of example indices) cut into ``world`` consecutive
+    slices each, slice ``r`` of batch ``j`` at position ``j * world + r`` (process ``r``'s ``j``-th
+    step; see the module notes); unchanged for one process."""
+    if world <= 1:
         return [list(b) for b in batches]
-    whole = len(batches) - len(batches) % world
-    out = [list(b) for b in batches[:whole]]
-    rest = [i for b in batches[whole:] for i in b]
-    if not rest:
-        return out
     first = [i for b in batches for i in b]
-    while len(rest) < world:
-        rest = rest + first[: world - len(rest)]
-    share, extra = divmod(len(rest), world)
-    start = 0
-    for r in range(world):
-        end = start + share + (r < extra)
-        out.append(rest[start:end])
-        start = end
+    out = []
+    for batch in batches:
+        batch = list(batch)
+        while len(batch) < world:
+            batch += first[: world - len(batch)]
+        share, extra = divmod(len(batch), world)
+        start = 0
+        for r in range(world):
+            end = start + share + (r < extra)
+            out.append(batch[start:end])
+            start = end
     return out
 
 

@@ -2,8 +2,9 @@
 sentence-transformers' ``SentenceTransformerTrainer``, and the checkpoints it leaves.
 
 - :class:`EpochBatches` is the trainer's batch sampler: the variant's sampler run with
-  ``random.Random(f"{seed}:{epoch}")`` (the same batches in any process and any resumed run), cut
-  into equal rounds for ``torchrun`` (:func:`~.distributed.rounds`), the epoch told by
+  ``random.Random(f"{seed}:{epoch}")`` (the same batches in any process and any resumed run) for
+  the global batch, split into one slice per process under ``torchrun``
+  (:func:`~.distributed.split`), the epoch told by
   :class:`EpochClock` at every epoch's start (not left to a wrapper that may not pass it on).
 - :class:`LogCallback` writes ``train_log.jsonl``; :class:`InLoopCallback` builds, refreshes, saves
   and restores the in-loop index.
@@ -27,7 +28,7 @@ from harness.results.checkpoint import CHECKPOINTS_DIR, LOG_FILE, MODEL_DIR
 from harness.util.atomic import write_text_atomic
 
 from harness_builtins.training.data import Prepared
-from harness_builtins.training.distributed import group, rank, rounds
+from harness_builtins.training.distributed import group, rank, split
 from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
 from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
 
@@ -59,11 +60,15 @@ def with_model_defaults(kind: str, part, overrides: dict, model) -> dict:
 
 
 class EpochBatches:
-    """The variant's sampler as the trainer's ``batch_sampler``: an epoch's batches from
-    ``random.Random(f"{seed}:{epoch}")``, in rounds of one batch per process."""
+    """The variant's sampler as the trainer's ``batch_sampler``: an epoch's global batches from
+    ``random.Random(f"{seed}:{epoch}")`` (``per_device`` x processes questions), each split into
+    one slice per process (:func:`~.distributed.split`).
 
-    def __init__(self, sampler, examples, batch_size: int, seed: int):
-        self.sampler, self.examples, self.batch_size, self.seed = sampler, examples, batch_size, seed
+    It has no ``batch_size`` attribute on purpose: accelerate would then hold back a round whose
+    batches are not all that long, and slices of one global batch may differ by one."""
+
+    def __init__(self, sampler, examples, per_device: int, seed: int):
+        self.sampler, self.examples, self.per_device, self.seed = sampler, examples, per_device, seed
         self.epoch = 0
         self._cache: tuple[int, int, list[list[int]]] | None = None
 
@@ -77,11 +82,11 @@ class EpochBatches:
         world = group()[1]
         if self._cache is not None and self._cache[:2] == (epoch, world):
             return self._cache[2]
-        made = self.sampler(self.examples, self.batch_size, random.Random(f"{self.seed}:{epoch}"))
+        made = self.sampler(self.examples, self.per_device * world, random.Random(f"{self.seed}:{epoch}"))
         for batch in made:
             if not batch or any(not (0 <= i < len(self.examples)) for i in batch):
                 raise HarnessError("the batch sampler returned an empty batch or an index out of range")
-        out = rounds(made, world)
+        out = split(made, world)
         self._cache = (epoch, world, out)
         return out
 
@@ -303,9 +308,25 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     in_loop_record = _in_loop_record(prepared, index, loss_module)  # every process: a collective
     if index is not None:
         index.discard()
+    model = final_model(trainer, model, lambda: _model_and_data(settings, recipe, prepared)[0])
     return Fitted(model=model, loss_module=loss_module, steps=trainer.state.global_step,
                   train_loss=getattr(result, "training_loss", None), kept=len(data[QUESTION]), in_loop=in_loop_record,
                   distributed=batch_geometry(settings))
+
+
+def final_model(trainer, model, rebuild):
+    """The trained model rank 0 saves. Under FSDP each process holds a shard of the weights: every
+    process takes part in gathering the full state dict (accelerate's ``get_state_dict``, a
+    collective) and rank 0 loads it into a model built afresh (``rebuild()``); otherwise the model
+    trained, as it is."""
+    if not getattr(trainer, "is_fsdp_enabled", False):
+        return model
+    state = trainer.accelerator.get_state_dict(trainer.model)
+    if rank() != 0:
+        return model
+    full = rebuild()
+    full.load_state_dict(state)
+    return full
 
 
 # --- in-loop state beside checkpoints ---------------------------------------------------------
@@ -379,7 +400,8 @@ def _has_optimizer(path: Path) -> bool:
     sharded = path / "optimizer_0"
     if sharded.is_dir() and any(sharded.iterdir()):
         return True
-    return any(path.glob("optimizer_0_rank*.bin"))
+    world = group()[1]  # local shards: one file per process of the run that resumes
+    return all((path / f"optimizer_0_rank{r}.bin").is_file() for r in range(world))
 
 
 def last_complete_checkpoint(checkpoints: Path) -> Path | None:

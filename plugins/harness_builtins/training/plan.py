@@ -17,6 +17,7 @@ over the GPUs and loses the in-batch negatives of the others' questions).
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,9 @@ def resolve_settings(*, variant: str, given: dict[str, Any], **fixed: Any) -> Tr
     defaults = dict(spec.recipe.defaults)
     if "warmup_ratio" in given and "warmup_steps" not in given:
         defaults.pop("warmup_steps", None)  # the user's warm-up, not the variant's in steps
-    if "batch_size" in given and "global_batch_size" not in given:
+    if "batch_size" in given and "global_batch_size" in given:
+        raise HarnessError("give --batch-size (per device) or --global-batch-size (over all processes), not both")
+    if "batch_size" in given:
         defaults.pop("global_batch_size", None)  # the user's batch per device, not the variant's global one
     values = {**defaults, **given, **fixed}
     data = [(Path(p), w) for p, w in values.pop("data")]
@@ -76,8 +79,8 @@ def refuse_data_parallel() -> None:
     """Several visible GPUs without a launcher: a one-line error naming ``torchrun``."""
     import torch
 
-    if launched_world() > 1 or not torch.cuda.is_available():
-        return
+    if launched_world() > 1 or "LOCAL_RANK" in os.environ or not torch.cuda.is_available():
+        return  # a launcher's process (torchrun --nproc_per_node 1 included) uses one GPU
     count = torch.cuda.device_count()
     if count > 1:
         raise HarnessError(
