@@ -43,7 +43,7 @@ import math
 import os
 import re
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 

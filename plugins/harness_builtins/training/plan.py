@@ -112,6 +112,15 @@ def check_recipe(settings: TrainSettings) -> None:
         )
     if recipe.split_by_label and (recipe.frozen != "passage" or recipe.shared_encoder):
         raise HarnessError(f"variant {settings.variant!r} splits by label: its recipe must freeze the passage side of separate encoders")
+    # the parts' options against their declarations, before any data is read or model loaded
+    parts = [("losses", recipe.loss, settings.loss_options), ("samplers", recipe.sampler, settings.sampler_options)]
+    parts += [("augmentations", part, {}) for part in (*recipe.question_augmentations, *recipe.passage_augmentations)]
+    if recipe.miner is not None:
+        parts.append(("miners", recipe.miner, {k: v for k, v in settings.miner_options.items()}))
+    elif settings.miner_options:
+        raise HarnessError(f"--miner-option applies to variants that mine hard negatives (dense-negatives); {settings.variant!r} does not")
+    for kind, (name, options), given in parts:
+        registry.resolve(kind, name, {**dict(options), **given})
 
 
 def _check_output(stage: Stage) -> None:
