@@ -20,6 +20,7 @@ from harness.api import InMemoryCorpus, Passage, RetrievedBatch
 torch = pytest.importorskip("torch")
 
 from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
+from test_upr import Recording  # noqa: E402  (a tokenizer that records what it is fed)
 
 DIM = 6
 PASSAGES = [Passage(id=f"p{i:02d}", title=f"T{i}", text=f"passage {i} " + "x" * (i % 7)) for i in range(45)]
@@ -233,20 +234,6 @@ def test_art_teacher_is_the_mean_question_log_likelihood(tiny_t5_dir):
         ARTLoss()
 
 
-class _Recording:
-    """A tokenizer that records the texts it is given, then tokenises them as the real one."""
-
-    def __init__(self, inner):
-        self.inner, self.texts = inner, []
-
-    def __call__(self, text, **options):
-        self.texts.extend([text] if isinstance(text, str) else text)
-        return self.inner(text, **options)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def test_art_teacher_is_fed_art_s_exact_strings(tiny_t5_dir):
     """The teacher's default prompt and target are ART's code (DevSinghSachan/art, commit f86535c):
 
@@ -276,7 +263,7 @@ def test_art_teacher_is_fed_art_s_exact_strings(tiny_t5_dir):
 
     title, text = "Paris", "Paris is the capital of France."
     loss_fn = ARTLoss(teacher=str(tiny_t5_dir), device="cpu")
-    loss_fn.__dict__["tokenizer"] = spy = _Recording(loss_fn.tokenizer)
+    loss_fn.__dict__["tokenizer"] = spy = Recording(loss_fn.tokenizer)
     loss_fn.teacher_scores(["where is paris"], [[Passage(id="a", title=title, text=text)]])
     prompt = "Passage: Paris Paris is the capital of France. . Please write a question based on this passage."
     assert spy.texts == ["Question: where is paris", prompt, "Question: where is paris"]  # scored, then counted (mean)
@@ -287,7 +274,7 @@ def test_art_teacher_is_fed_art_s_exact_strings(tiny_t5_dir):
 
     old = ARTLoss(teacher=str(tiny_t5_dir), device="cpu", question_mark=True,
                   passage_prompt="Passage: {title} {text}. Please write a question based on this passage.")
-    old.__dict__["tokenizer"] = spy = _Recording(old.tokenizer)
+    old.__dict__["tokenizer"] = spy = Recording(old.tokenizer)
     old.teacher_scores(["where is paris"], [[Passage(id="a", title=title, text=text)]])
     assert spy.texts[:2] == ["Question: where is paris?",
                              "Passage: Paris Paris is the capital of France.. Please write a question based on this passage."]

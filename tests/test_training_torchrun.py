@@ -296,3 +296,58 @@ def test_torchrun_with_one_process_on_a_multi_gpu_machine_is_not_refused(monkeyp
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
     refuse_data_parallel()
+
+
+def _kill_tree(process: subprocess.Popen, path: Path, timeout: float = 600) -> None:
+    """SIGKILL ``process`` (torchrun) and every worker it started once ``path`` exists."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    parent = psutil.Process(process.pid)
+    for child in parent.children(recursive=True) + [parent]:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    process.wait()
+
+
+@pytest.mark.slow
+def test_two_processes_killed_mid_epoch_resume_to_the_uninterrupted_weights(tiny, odd_data, tmp_path):  # noqa: F811
+    """Two gloo processes over 3 epochs of 19 examples (the last step of each epoch uneven: 2 + 1),
+    killed after the checkpoint of step 4 (mid-epoch 2 of 3 steps each), restarted with --resume: the same batches
+    after the checkpoint and the uninterrupted run's weights."""
+    from test_training_engine import weights
+
+    def command(output: Path, trace: Path, *extra: str) -> list[str]:
+        args = _args(tiny, odd_data, output, 4)
+        args[args.index("--epochs") + 1] = "3"
+        args[args.index("--save-steps") + 1] = "2"
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                str(HERE / "torchrun_train.py"), str(trace), *args, *extra]
+
+    whole = tmp_path / "whole"
+    done = subprocess.run(command(whole, tmp_path / "whole-trace"), env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cut = tmp_path / "cut"
+    process = subprocess.Popen(command(cut, tmp_path / "cut-trace"), env={**_env(), "TRACE_PAUSE": "0.5"},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    _kill_tree(process, cut / "checkpoints" / "checkpoint-4" / "trainer_state.json")
+    assert not (cut / "harness_training.json").exists()
+    done = subprocess.run(command(cut, tmp_path / "resumed-trace", "--resume"), env=_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in (0, 1):  # after the checkpoint, the batches of the uninterrupted run (in epoch 2)
+        resumed = _trace(tmp_path / "resumed-trace", rank)
+        assert resumed == _trace(tmp_path / "whole-trace", rank)[4:]
+        assert [b["epoch"] for b in resumed] == [1, 1, 2, 2, 2]  # steps 5-9: the rest of epoch 2, then epoch 3
+    a, b = weights(whole), weights(cut)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((cut / "harness_training.json").read_text())["steps"] == 9

@@ -28,6 +28,10 @@ def main() -> int:
         training = any(frame.function in ("_run_epoch", "_inner_training_loop") for frame in inspect.stack(0))
         if not training:  # the model card's look at the data, not a training batch
             return original(self, batch)
+        if os.environ.get("TRACE_PAUSE"):  # seconds per batch: room for a test to kill the run mid-way
+            import time
+
+            time.sleep(float(os.environ["TRACE_PAUSE"]))
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"epoch": self.epoch, "indices": [int(i) for i in batch["index"]]}) + "\n")
         return original(self, batch)
