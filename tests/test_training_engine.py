@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
 
 from harness.api import Passage, TrainingExample
 from harness.cli.main import main
+from gloo_group import close_group, free_port  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -191,12 +191,6 @@ def test_a_finished_checkpoint_is_not_overwritten(tiny, data, tmp_path, capsys):
 # --- gathering over processes ---------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _batch():
     g = torch.Generator().manual_seed(3)
     return torch.randn(8, 5, generator=g), torch.randn(8, 5, generator=g), torch.randn(8, 5, generator=g)
@@ -222,7 +216,7 @@ def _gathered_step(rank: int, world: int, port: int, out: str) -> None:
         param.grad /= world
     if rank == 0:
         torch.save({"loss": loss.detach(), "grads": [p.grad for p in encoder.parameters()]}, out)
-    dist.destroy_process_group()
+    close_group()
 
 
 def test_two_processes_with_batch_b_equal_one_process_with_batch_2b(tmp_path):
@@ -233,7 +227,7 @@ def test_two_processes_with_batch_b_equal_one_process_with_batch_2b(tmp_path):
     from harness_builtins.training.losses import DPRLoss
 
     out = tmp_path / "two.pt"
-    mp.spawn(_gathered_step, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    mp.spawn(_gathered_step, args=(2, free_port(), str(out)), nprocs=2, join=True)
     two = torch.load(out)
     torch.manual_seed(0)
     encoder = torch.nn.Linear(5, 4)

@@ -9,7 +9,6 @@ import hashlib
 import json
 import math
 import os
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
 from test_upr import Recording  # noqa: E402  (a tokenizer that records what it is fed)
+from gloo_group import close_group, free_port  # noqa: E402
 
 DIM = 6
 PASSAGES = [Passage(id=f"p{i:02d}", title=f"T{i}", text=f"passage {i} " + "x" * (i % 7)) for i in range(45)]
@@ -104,12 +104,6 @@ def test_single_process_search_is_exact(tmp_path, flat):
     assert index.builds[1] == {**index.builds[1], "step": 3, "reused": True}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _ranked_search(rank: int, world: int, port: int, root: str, flat: bool = False) -> None:
     import torch.distributed as dist
 
@@ -123,7 +117,7 @@ def _ranked_search(rank: int, world: int, port: int, root: str, flat: bool = Fal
         held = sorted({int(r) // 8 * 8 for r in index._global}) if flat else [first for first, _ in index._slice]
         np.savez(Path(root, f"rank{rank}.npz"), scores=scores, rows=rows, held=np.array(held))
     finally:
-        dist.destroy_process_group()
+        close_group()
 
 
 @pytest.mark.parametrize("flat", [False, True])
@@ -133,7 +127,7 @@ def test_two_gloo_processes_give_the_single_process_top_k(tmp_path, flat):
     rank's slice as the GPU's flat index, its rows mapped back to the cache's)."""
     import torch.multiprocessing as mp
 
-    mp.spawn(_ranked_search, args=(2, _free_port(), str(tmp_path), flat), nprocs=2, join=True)
+    mp.spawn(_ranked_search, args=(2, free_port(), str(tmp_path), flat), nprocs=2, join=True)
     got = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
     want_scores, want_rows = reference_top(7, flat=flat)
     np.testing.assert_array_equal(np.concatenate([g["rows"] for g in got]), want_rows)

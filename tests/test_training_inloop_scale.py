@@ -26,7 +26,8 @@ from harness.api import InMemoryCorpus, Passage, TrainingExample
 torch = pytest.importorskip("torch")
 
 from test_training_engine import TINY  # noqa: E402
-from test_training_inloop import PASSAGES, HashEncoder, _free_port, tiny_t5_dir  # noqa: E402,F401
+from test_training_inloop import PASSAGES, HashEncoder, tiny_t5_dir  # noqa: E402,F401
+from gloo_group import close_group, free_port  # noqa: E402
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
          "upsilon phi chi psi omega").split()
@@ -263,7 +264,7 @@ def _ddp_art(rank: int, world: int, port: int, root: str, bert_dir: str, t5_dir:
         steps = [art_step(model, loss, questions) for _ in range(2)]  # DDP checks the first step was reduced
         torch.save(steps, Path(root, f"ddp-{chunk}-rank{rank}.pt"))
     finally:
-        dist.destroy_process_group()
+        close_group()
 
 
 def test_chunks_under_ddp_reduce_every_gradient_once(bert_dir, tiny_t5_dir, tmp_path):
@@ -273,7 +274,7 @@ def test_chunks_under_ddp_reduce_every_gradient_once(bert_dir, tiny_t5_dir, tmp_
     alone (float64, to 1e-10); each process's loss is its own batch's."""
     import torch.multiprocessing as mp
 
-    mp.spawn(_ddp_art, args=(2, _free_port(), str(tmp_path), str(bert_dir), str(tiny_t5_dir), 3), nprocs=2, join=True)
+    mp.spawn(_ddp_art, args=(2, free_port(), str(tmp_path), str(bert_dir), str(tiny_t5_dir), 3), nprocs=2, join=True)
     got = [torch.load(tmp_path / f"ddp-3-rank{r}.pt") for r in (0, 1)]
     alone = []
     for rank in (0, 1):
@@ -465,7 +466,7 @@ def _ranked_builds(rank: int, world: int, port: int, root: str) -> None:
         after.append(sorted(p.name for p in dense.iterdir()))
         Path(root, f"builds-rank{rank}.json").write_text(json.dumps({"seen": seen, "encoded": encoded, "after": after, "held": held}))
     finally:
-        dist.destroy_process_group()
+        close_group()
 
 
 def test_two_processes_encode_their_own_shards_and_keep_one_copy(tmp_path):
@@ -475,7 +476,7 @@ def test_two_processes_encode_their_own_shards_and_keep_one_copy(tmp_path):
 
     import torch.multiprocessing as mp
 
-    mp.spawn(_ranked_builds, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_ranked_builds, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     got = [json.loads((tmp_path / f"builds-rank{r}.json").read_text()) for r in (0, 1)]
     dense = tmp_path / "dense"
     for rank in (0, 1):

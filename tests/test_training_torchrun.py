@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from harness.api import Passage, TrainingExample
 
 from test_training_engine import tiny  # noqa: F401 - the tiny random BERT fixture
+from gloo_group import close_group, free_port  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -137,23 +137,17 @@ def _rank_zero_fails(rank: int, world: int, port: int, out: str) -> None:
         except (OSError, HarnessError) as exc:
             Path(out, f"error{rank}.txt").write_text(str(exc))
     finally:
-        dist.destroy_process_group()
+        close_group()
 
 
 def test_a_failure_on_rank_0_while_preparing_stops_the_others_with_one_line(tmp_path):
     import torch.multiprocessing as mp
 
-    mp.spawn(_rank_zero_fails, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_rank_zero_fails, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     assert (tmp_path / "error0.txt").read_text() == "download failed"
     assert (tmp_path / "error1.txt").read_text() == (
         "rank 0 failed while preparing the data (OSError: download failed); this process stops too")
     assert not (tmp_path / "body-ran").exists()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _rank_zero_first(rank: int, world: int, port: int, out: str) -> None:
@@ -188,13 +182,13 @@ def _rank_zero_first(rank: int, world: int, port: int, out: str) -> None:
             json.dump({"sizes": [len(g) for g in got], "record": record, "mined_by": mined_by,
                        "first": got[1][0].question}, f)
     finally:
-        dist.destroy_process_group()
+        close_group()
 
 
 def test_rank_zero_prepares_first_and_mines_alone(tmp_path):
     import torch.multiprocessing as mp
 
-    mp.spawn(_rank_zero_first, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_rank_zero_first, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     assert (tmp_path / "order.txt").read_text().split() == ["0", "1"]
     zero, one = (json.loads((tmp_path / f"mined{r}.json").read_text()) for r in (0, 1))
     assert zero["mined_by"] == [0] and one["mined_by"] == []  # both read the file back
