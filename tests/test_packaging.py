@@ -25,7 +25,9 @@ def package_dir(package: str) -> Path:
 
 def found_packages() -> set[str]:
     out = set()
-    for root, name in ((REPO / "harness", "harness"), (REPO / "plugins" / "harness_builtins", "harness_builtins")):
+    roots = ((REPO / "harness", "harness"), (REPO / "plugins" / "harness_builtins", "harness_builtins"),
+             (REPO / "datasets_spec", "harness_builtins.datasets_spec"))
+    for root, name in roots:
         for init in root.rglob("__init__.py"):
             rel = init.parent.relative_to(root)
             out.add(".".join([name, *rel.parts]))
@@ -61,3 +63,30 @@ def test_the_entry_points_name_importable_builtin_modules():
 
     for name, module in CONFIG["project"]["entry-points"]["harness"].items():
         assert importlib.import_module(module).__name__ == module, name
+
+
+def test_the_built_wheel_ships_the_top_level_spec_folder(tmp_path):
+    """``datasets_spec/`` sits at the top of the repository and is installed as
+    ``harness_builtins.datasets_spec``: every spec file is in the wheel under that package."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    import pytest
+
+    source = tmp_path / "source"  # a copy: an in-tree build would leave build/ in the checkout
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("harness", "plugins", "datasets_spec"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path / "wheel"), str(source)], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"no wheel could be built here: {built.stderr.strip()[-200:]}")
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    specs = {f"harness_builtins/datasets_spec/{p.relative_to(REPO / 'datasets_spec').as_posix()}"
+             for p in (REPO / "datasets_spec").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert specs and specs <= names

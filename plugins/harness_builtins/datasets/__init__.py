@@ -1,9 +1,9 @@
-"""The real benchmark suites, one per spec in ``specs/`` (NQ, TriviaQA, WebQuestions,
-CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of ``$HARNESS_SPEC_PATH``; DPR's
-training sets (``specs/training/``, ``harness train --data biencoder-nq-train``); and the
-``harness data`` command (fetch, verify, split, where); and the published numbers of the papers
-(``published/``, one TOML file per table; more in ``published/`` of the ``$HARNESS_SPEC_PATH``
-folders), shown beside results and checked by ``harness reproduce``.
+"""The real benchmark suites, one per spec in the project's ``datasets_spec/suites/`` (NQ,
+TriviaQA, WebQuestions, CuratedTREC, SQuAD, EntityQuestions, ...) and in the folders of
+``$HARNESS_SPEC_PATH``; DPR's training sets (``training/``, ``harness train --data
+biencoder-nq-train``); the ``harness data`` command (fetch, verify, split, where); and the
+published numbers of the papers (``published/``, one TOML file per table), shown beside results
+and checked by ``harness reproduce``. Every user spec folder has the same layout.
 
 Registering reads only the small TOML specs. Loading a suite fetches its question files (with
 checksums; see :mod:`harness.data.download`) and gives it a corpus that is opened, and if need be

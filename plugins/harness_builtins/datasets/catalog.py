@@ -1,4 +1,5 @@
-"""The plugin's catalogue: the spec folder it ships, then the folders of ``$HARNESS_SPEC_PATH``."""
+"""The plugin's catalogue: the project's ``datasets_spec/`` folder (installed as
+``harness_builtins.datasets_spec``), then the folders of ``$HARNESS_SPEC_PATH`` (same layout)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 from harness.data.catalog import SpecCatalog, load_catalog, user_spec_dirs
 from harness.errors import InputFileError
 
-#: The built-in suite and corpus specs (``suites/*.toml``, ``corpora/*.toml``).
-SPEC_DIR = Path(__file__).resolve().parent / "specs"
+from harness_builtins.datasets_spec import SPEC_ROOT
+
+#: The built-in specs: ``suites/``, ``corpora/``, ``training/``, ``published/``, ``runs/``.
+SPEC_DIR = SPEC_ROOT
 
 
 def spec_dirs() -> list[Path]:
@@ -27,7 +30,7 @@ def catalog(*, strict: bool = False) -> SpecCatalog:
 
 
 #: The built-in published tables (``published/*.toml``, one per paper table).
-PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
+PUBLISHED_DIR = SPEC_DIR / "published"
 
 
 def published_tables(*, strict: bool = False) -> list:
@@ -36,7 +39,7 @@ def published_tables(*, strict: bool = False) -> list:
     from harness.analysis.published import read_published_table
 
     tables = []
-    for folder in [PUBLISHED_DIR, *(d / "published" for d in user_spec_dirs())]:
+    for folder in [d / "published" for d in spec_dirs()]:
         for path in sorted(folder.glob("*.toml")):
             try:
                 tables.append(read_published_table(path))
