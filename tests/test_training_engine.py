@@ -284,3 +284,52 @@ def test_export_to_dpr_gives_the_same_vectors_to_transformers_and_the_dense_retr
     }).value
     assert np.allclose(dense.encode_queries([question]), q, atol=1e-5)
     assert np.allclose(dense.encode_passages([(title, text)]), c, atol=1e-5)
+
+
+# --- divergence -----------------------------------------------------------------------------------
+
+
+def test_a_diverging_run_stops_at_the_first_non_finite_step_and_writes_no_model(tiny, data, tmp_path, capsys):
+    """A learning rate of 1e30 makes the weights overflow after the first step: the second step's
+    loss is not finite, training stops there with one line naming it, and no final model, record
+    or misleading mean loss is left behind."""
+    from harness.results.checkpoint import is_finished
+
+    out = tmp_path / "diverged"
+    assert train(tiny, data, out, "dpr", "--lr", "1e30", "--warmup-steps", "0") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("harness: error: training diverged at optimizer step 2: "), err
+    assert "not finite" in err[0] or "nan" in err[0] or "inf" in err[0]
+    assert not (out / "model").exists() and not is_finished(out)
+
+
+def test_the_divergence_guard_reads_loss_and_gradient_norm():
+    """The guard's verdicts on their own: a finite step passes, a non-finite loss or gradient norm
+    raises naming the step."""
+    from types import SimpleNamespace
+
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from harness_builtins.training.fit import Diverged, HarnessTrainer, check_finite
+
+    guard = HarnessTrainer.__new__(HarnessTrainer)
+    guard.state = SimpleNamespace(global_step=6)
+    guard.args = SimpleNamespace(learning_rate=2e-5, device="cpu")
+    guard._get_learning_rate = lambda: 1e-5
+    parent = SimpleNamespace()
+    for norm, loss, message in [(1.5, None, None), (float("inf"), None, "the gradient norm is inf"),
+                                (0.5, float("nan"), "the loss is nan")]:
+        guard.harness_bad_loss = loss
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(SentenceTransformerTrainer, "_get_grad_norm", lambda self, model, grad_norm=None, n=norm: torch.tensor(n))
+            if message is None:
+                assert float(guard._get_grad_norm(parent)) == 1.5
+            else:
+                with pytest.raises(Diverged, match=f"at optimizer step 7: {message} \\(learning rate 1e-05\\)"):
+                    guard._get_grad_norm(parent)
+    layer = torch.nn.Linear(2, 2)
+    check_finite(layer, 3)
+    with torch.no_grad():
+        layer.bias[1] = float("nan")
+    with pytest.raises(Diverged, match="after optimizer step 3 the weight bias is not finite"):
+        check_finite(layer, 3)

@@ -345,3 +345,19 @@ def test_two_processes_killed_mid_epoch_resume_to_the_uninterrupted_weights(tiny
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((cut / "harness_training.json").read_text())["steps"] == 9
+
+
+def test_two_processes_stop_together_at_the_first_non_finite_step(tiny, odd_data, tmp_path):  # noqa: F811
+    """Diverging under torchrun: the verdict is all-reduced, so both processes stop at the same
+    optimizer step with the same line (none waits for a collective the other never joins), and
+    no model is written."""
+    out, trace = tmp_path / "diverged", tmp_path / "trace"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               str(HERE / "torchrun_train.py"), str(trace), *_args(tiny, odd_data, out, 4), "--lr", "1e30",
+               "--warmup-steps", "0"]
+    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.startswith("harness: error: ")]
+    assert len(lines) == 2 and lines[0] == lines[1], done.stderr[-3000:]
+    assert lines[0].startswith("harness: error: training diverged at optimizer step 2: ")
+    assert not (out / "model").exists() and not (out / "harness_training.json").exists()

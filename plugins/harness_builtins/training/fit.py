@@ -8,6 +8,10 @@ sentence-transformers' ``SentenceTransformerTrainer``, and the checkpoints it le
   :class:`EpochClock` at every epoch's start (not left to a wrapper that may not pass it on).
 - :class:`LogCallback` writes ``train_log.jsonl``; :class:`InLoopCallback` builds, refreshes, saves
   and restores the in-loop index.
+- :class:`HarnessTrainer` stops at the first non-finite loss or gradient norm
+  (:class:`Diverged`, one line naming the optimizer step), on every process together, so no
+  non-finite weights are trained on or saved as the final model (the trainer's own
+  ``logging_nan_inf_filter`` would otherwise leave them out of the logged mean loss and go on).
 - :func:`last_complete_checkpoint` finds the checkpoint ``--resume`` continues from: DDP's files
   (``optimizer.pt``) or FSDP's (``optimizer.bin``, ``optimizer_0/``, ``optimizer_0_rank*.bin``).
 """
@@ -156,15 +160,81 @@ class InLoopCallback(TrainerCallback):
             self.index.build(self.model, state.global_step)
 
 
+class Diverged(HarnessError):
+    """Training met a non-finite loss or gradient norm."""
+
+
 class HarnessTrainer(SentenceTransformerTrainer):
-    """The sentence-transformers trainer with the variant's batches (:class:`EpochBatches`)."""
+    """The sentence-transformers trainer with the variant's batches (:class:`EpochBatches`) and a
+    divergence guard: every micro-batch's loss and every optimizer step's gradient norm (computed
+    after the gradients are reduced over processes, so alike on every process) must be finite.
+    Under ``torchrun`` the verdict is all-reduced at each optimizer step before the optimizer
+    runs, so every process stops at the same step with the same line."""
 
     def __init__(self, *args, batches: EpochBatches, **kwargs):
         self.harness_batches = batches
+        self.harness_bad_loss: float | None = None
         super().__init__(*args, **kwargs)
 
     def get_batch_sampler(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
         return self.harness_batches
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        import torch
+
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self.harness_bad_loss is None and not bool(torch.isfinite(loss.detach()).all()):
+            self.harness_bad_loss = float(loss.detach().float().reshape(-1)[0])
+        return loss
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        import math
+
+        import torch
+
+        norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        value = float(norm.item() if hasattr(norm, "item") else norm) if norm is not None else 0.0
+        bad = self.harness_bad_loss is not None or not math.isfinite(value)
+        if group()[1] > 1:
+            import torch.distributed as dist
+
+            flag = torch.tensor([1.0 if bad else 0.0], device=self.args.device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            bad = bool(flag.item() > 0)
+        if bad:
+            step = self.state.global_step + 1
+            what = (f"the loss is {self.harness_bad_loss}" if self.harness_bad_loss is not None
+                    else f"the gradient norm is {value}" if not math.isfinite(value) else "another process's loss is not finite")
+            raise Diverged(
+                f"training diverged at optimizer step {step}: {what} (learning rate {self._learning_rate_now()}); "
+                "the step was not taken and no final model was written: lower --lr or the loss weights"
+                + (", or --resume from the last checkpoint" if step > 1 else ""))
+        return norm
+
+    def _learning_rate_now(self) -> str:
+        try:
+            return f"{self._get_learning_rate():.3g}"
+        except Exception:  # no scheduler yet: the configured rate
+            return f"{self.args.learning_rate:.3g}"
+
+
+def check_finite(model, step: int) -> None:
+    """Refuse weights with a non-finite value (all-reduced under ``torchrun``: every process
+    raises alike), naming the first such parameter of this process."""
+    import torch
+
+    bad = next((name for name, param in model.named_parameters() if not bool(torch.isfinite(param.detach()).all())), None)
+    flag = bad is not None
+    if group()[1] > 1:
+        import torch.distributed as dist
+
+        device = next(model.parameters()).device
+        tensor = torch.tensor([1.0 if flag else 0.0], device=device if device.type != "meta" else "cpu")
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        flag = bool(tensor.item() > 0)
+    if flag:
+        where = f"the weight {bad}" if bad else "another process's weights"
+        raise Diverged(f"training diverged: after optimizer step {step} {where} is not finite; no final model was written")
 
 
 def _has_tensorboard() -> bool:
@@ -309,6 +379,7 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     if index is not None:
         index.discard()
     model = final_model(trainer, model, lambda: _model_and_data(settings, recipe, prepared)[0])
+    check_finite(model, trainer.state.global_step)
     return Fitted(model=model, loss_module=loss_module, steps=trainer.state.global_step,
                   train_loss=getattr(result, "training_loss", None), kept=len(data[QUESTION]), in_loop=in_loop_record,
                   distributed=batch_geometry(settings))

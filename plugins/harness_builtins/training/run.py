@@ -38,6 +38,8 @@ def versions() -> dict[str, Any]:
 
 
 def _quiet() -> None:
+    import functools
+
     from huggingface_hub.utils import disable_progress_bars
     from transformers.utils import logging as hf_logging
 
@@ -46,6 +48,13 @@ def _quiet() -> None:
     disable_progress_bars()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
+    try:  # the model card's plain tqdm bar ("Computing widget examples") follows no switch
+        from sentence_transformers.base import model_card
+
+        if not isinstance(model_card.tqdm, functools.partial):
+            model_card.tqdm = functools.partial(model_card.tqdm, disable=True)
+    except (ImportError, AttributeError):
+        pass
 
 
 def train(settings: TrainSettings) -> Path:
