@@ -54,6 +54,9 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tiny, data,
     # a finished checkpoint is never resumed over; an unfinished one is not started afresh
     again = subprocess.run(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2"), env=_env(), capture_output=True, text=True)
     assert again.returncode == 2 and "add --resume" in again.stderr
+    other = subprocess.run(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2", "--resume", "--lr", "1e-4"),
+                           env=_env(), capture_output=True, text=True)
+    assert other.returncode == 2 and "other settings than it started with (learning_rate: 2e-05 -> 0.0001)" in other.stderr
     resumed = subprocess.run(HARNESS + _args(tiny, data, cut, "--max-steps", "12", "--save-steps", "2", "--resume"), env=_env())
     assert resumed.returncode == 0
     a, b = weights(whole), weights(cut)
@@ -61,6 +64,10 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tiny, data,
     assert all(torch.equal(a[k], b[k]) for k in a)
     steps = [line for line in (cut / "train_log.jsonl").read_text().splitlines() if '"loss":' in line]
     assert len(steps) == 12  # the steps logged twice around the kill are kept once
+    # the recorded mean loss covers all 12 steps, not only the 8 after the resume
+    whole_record, cut_record = (json.loads((d / "harness_training.json").read_text()) for d in (whole, cut))
+    assert cut_record["train_loss_steps"] == 12
+    assert cut_record["train_loss"] == pytest.approx(whole_record["train_loss"], rel=1e-6)
 
 
 def test_two_processes_under_torchrun_train_like_one_with_the_global_batch(tiny, data, tmp_path):  # noqa: F811

@@ -87,11 +87,11 @@ def broadcast(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def rank_zero_first() -> Iterator[bool]:
+def rank_zero_first(doing: str = "preparing the data") -> Iterator[bool]:
     """Rank 0 runs the body first (downloads, caches, mining: anything written to shared files),
     the other processes wait for it, then run the body themselves (reading what rank 0 wrote).
     Yields whether this process is rank 0. When rank 0's body fails, every other process stops
-    with one line saying so (rank 0 raises its own error)."""
+    with one line saying so, naming what rank 0 was ``doing`` (rank 0 raises its own error)."""
     first = rank() == 0
     if first:
         try:
@@ -105,7 +105,7 @@ def rank_zero_first() -> Iterator[bool]:
     if failed is not None:
         from harness.errors import HarnessError
 
-        raise HarnessError(f"rank 0 failed while preparing the data ({failed}); this process stops too")
+        raise HarnessError(f"rank 0 failed while {doing} ({failed}); this process stops too")
     yield False
 
 

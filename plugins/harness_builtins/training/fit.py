@@ -29,6 +29,9 @@ from typing import Any
 from harness import registry
 from harness.errors import HarnessError
 from harness.results.checkpoint import CHECKPOINTS_DIR, LOG_FILE, MODEL_DIR
+
+#: Beside each checkpoint: the summed step losses up to it (``{"step", "loss_sum"}``).
+LOSS_SUM_FILE = "harness_loss_sum.json"
 from harness.util.atomic import write_text_atomic
 
 from harness_builtins.training.data import Prepared
@@ -171,10 +174,27 @@ class HarnessTrainer(SentenceTransformerTrainer):
     Under ``torchrun`` the verdict is all-reduced at each optimizer step before the optimizer
     runs, so every process stops at the same step with the same line."""
 
-    def __init__(self, *args, batches: EpochBatches, **kwargs):
+    def __init__(self, *args, batches: EpochBatches, loss_before: float = 0.0, **kwargs):
         self.harness_batches = batches
         self.harness_bad_loss: float | None = None
+        #: The summed step losses of the steps before the checkpoint this run resumed from.
+        self.harness_loss_before = loss_before
         super().__init__(*args, **kwargs)
+
+    def _run_epoch(self, *args, **kwargs):
+        # resumed from the checkpoint of the last step: the trainer would run one more step
+        # before looking at max_steps
+        if 0 < self.state.max_steps <= self.state.global_step:
+            self.control.should_training_stop = True
+            return None
+        return super()._run_epoch(*args, **kwargs)
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.is_world_process_zero():  # the summed step losses so far: a resumed run's mean covers every step
+            folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+            total = self.harness_loss_before + self._total_loss_scalar + float(self._tr_loss.item())
+            write_text_atomic(folder / LOSS_SUM_FILE, json.dumps({"step": self.state.global_step, "loss_sum": total}))
 
     def get_batch_sampler(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
         return self.harness_batches
@@ -293,6 +313,9 @@ class Fitted:
     loss_module: Any
     steps: int
     train_loss: float | None
+    #: The steps ``train_loss`` is the mean of (all of them, unless resumed from a checkpoint
+    #: that recorded no loss sum).
+    train_loss_steps: int
     kept: int
     in_loop: dict[str, Any] | None
     distributed: dict[str, Any]
@@ -368,21 +391,54 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     if index is not None:
         callbacks.append(InLoopCallback(index, loss_module, model, checkpoints, prepared.in_loop.refresh_every, resume_from))
     args = training_arguments(settings, recipe, [c for c in data if c != "index"], checkpoints)
-    trainer = HarnessTrainer(model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks, batches=batches)
+    trainer = HarnessTrainer(model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks, batches=batches,
+                             loss_before=loss_before(resume_from))
     trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
     if resume_from is not None:
         truncate_log(log_path, int(resume_from.name.split("-")[1]))
     elif log_path.exists() and trainer.is_world_process_zero():
         log_path.unlink()
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    train_loss, covered = mean_loss(getattr(result, "training_loss", None), trainer.state.global_step, resume_from)
     in_loop_record = _in_loop_record(prepared, index, loss_module)  # every process: a collective
     if index is not None:
         index.discard()
     model = final_model(trainer, model, lambda: _model_and_data(settings, recipe, prepared)[0])
     check_finite(model, trainer.state.global_step)
     return Fitted(model=model, loss_module=loss_module, steps=trainer.state.global_step,
-                  train_loss=getattr(result, "training_loss", None), kept=len(data[QUESTION]), in_loop=in_loop_record,
+                  train_loss=train_loss, train_loss_steps=covered, kept=len(data[QUESTION]), in_loop=in_loop_record,
                   distributed=batch_geometry(settings))
+
+
+def loss_before(checkpoint: Path | None) -> float:
+    """The summed step losses up to ``checkpoint`` (0 without one, or when it recorded none)."""
+    record = _loss_sum(checkpoint)
+    return record[1] if record else 0.0
+
+
+def _loss_sum(checkpoint: Path | None) -> tuple[int, float] | None:
+    if checkpoint is None:
+        return None
+    try:
+        data = json.loads((checkpoint / LOSS_SUM_FILE).read_text(encoding="utf-8"))
+        step, total = int(data["step"]), float(data["loss_sum"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (step, total) if step == int(checkpoint.name.split("-")[1]) else None
+
+
+def mean_loss(resumed_mean: float | None, steps: int, resume_from: Path | None) -> tuple[float | None, int]:
+    """The mean step loss of the whole stage and the steps it covers. The trainer's own mean
+    covers only the steps of this process's run; a resumed run adds the sum its checkpoint
+    recorded: ``(sum_before + mean_now x steps_now) / steps``. A checkpoint without that record
+    leaves the mean of the resumed steps, and says so by the steps it covers."""
+    if resumed_mean is None or resume_from is None:
+        return resumed_mean, steps
+    record = _loss_sum(resume_from)
+    start = int(resume_from.name.split("-")[1])
+    if record is None:
+        return resumed_mean, steps - start
+    return (record[1] + resumed_mean * (steps - start)) / max(steps, 1), steps
 
 
 def final_model(trainer, model, rebuild):

@@ -12,6 +12,12 @@ Everything that can be wrong with a run's settings is found here, before any sta
 values out of range, options a recipe does not take, a finished or unfinished output, and several
 GPUs without ``torchrun`` (the trainer would fall back to ``DataParallel``, which splits each batch
 over the GPUs and loses the in-batch negatives of the others' questions).
+
+Outputs are never clobbered: ``--output`` must be new, empty, or a harness training's own folder
+(:func:`check_output_folder`); each stage's settings are written to ``RUN_FILE`` when it starts,
+and ``--resume`` refuses settings that change what is trained (:func:`check_resumed_settings`).
+:func:`~.run.train` holds a lock on the output folder for the whole run, so a second training into
+it stops with one line.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 from harness import registry
 from harness.errors import HarnessError
-from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, PRETRAIN_DIR, is_finished
+from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, LOG_FILE, PRETRAIN_DIR, RECORD_FILE, is_finished
 
 from harness_builtins.training.distributed import launched_world, rank
 from harness_builtins.training.engine import TrainSettings
@@ -123,12 +129,84 @@ def check_recipe(settings: TrainSettings) -> None:
         registry.resolve(kind, name, {**dict(options), **given})
 
 
+#: A stage's settings, written to its output when it starts (what ``--resume`` must match).
+RUN_FILE = "harness_run.json"
+#: Settings a resumed run may change: how it runs, not what it trains.
+RESUMABLE = frozenset({"resume", "progress", "distributed_timeout", "logging_steps", "save_steps", "output"})
+#: Names that make a folder a harness training's own (older runs wrote no ``RUN_FILE``).
+_OURS = (RUN_FILE, RECORD_FILE, CHECKPOINTS_DIR, LOG_FILE, LABELS_DIR.split("/")[0], PRETRAIN_DIR.split("/")[0])
+
+
+def check_output_folder(output: Path) -> None:
+    """``--output`` must be a folder that does not exist yet, an empty one, or one a harness
+    training wrote (it holds ``RUN_FILE``, a record, checkpoints or a log): never a file, under a
+    file, or a folder of someone's other files (which the model, log and checkpoints would
+    overwrite or delete)."""
+    if output.exists() and not output.is_dir():
+        raise HarnessError(f"--output {output} is a file, not a folder")
+    for parent in output.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise HarnessError(f"--output {output}: {parent} is a file, not a folder")
+            break
+    if not output.is_dir():
+        return
+    try:
+        names = sorted(p.name for p in output.iterdir())
+    except OSError as exc:
+        raise HarnessError(f"--output {output}: cannot list it: {exc.strerror or exc}") from None
+    if names and not any(name in names for name in _OURS):
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise HarnessError(f"--output {output} holds files no harness training wrote ({shown}); "
+                           "choose a new or empty folder")
+
+
+def run_settings(settings: TrainSettings) -> dict[str, Any]:
+    """The settings of a stage as ``RUN_FILE`` records them (JSON values, paths made absolute)."""
+    import json
+
+    from harness_builtins.training.engine import settings_record
+
+    record = settings_record(settings)
+    for key in ("data", "pretrain_data"):
+        record[key] = [{**item, "path": os.path.abspath(item["path"]) if os.path.exists(item["path"]) else item["path"]}
+                       for item in record[key]]
+    record["output"] = os.path.abspath(record["output"])
+    return json.loads(json.dumps(record, default=str))
+
+
+def check_resumed_settings(stage: Stage) -> None:
+    """A stage resumed with ``--resume`` must train what it started training: every setting but
+    :data:`RESUMABLE` equal to the ones its ``RUN_FILE`` recorded (none recorded: older runs go on)."""
+    import json
+
+    path = stage.output / RUN_FILE
+    if not path.is_file():
+        return
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(before, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise HarnessError(f"{path}: cannot read the settings of the run to resume ({exc}); "
+                           "remove the folder to start over") from None
+    now = run_settings(stage.settings)
+    changed = [key for key in sorted(set(now) | set(before)) if key not in RESUMABLE and now.get(key) != before.get(key)]
+    if changed:
+        shown = "; ".join(f"{key}: {json.dumps(before.get(key))} -> {json.dumps(now.get(key))}" for key in changed[:4])
+        raise HarnessError(f"--resume of {stage.output} with other settings than it started with ({shown}); "
+                           "resume with the same settings, or train into another --output")
+
+
 def _check_output(stage: Stage) -> None:
-    """An unfinished stage's output may hold checkpoints only when the run resumes."""
+    """An unfinished stage's output may hold checkpoints only when the run resumes, with the
+    settings it started with."""
     checkpoints = stage.output / CHECKPOINTS_DIR
-    if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")) and not stage.settings.resume:
-        raise HarnessError(f"{stage.output} holds checkpoints of an unfinished run: add --resume to continue it, "
-                           "or choose another --output")
+    if checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")):
+        if not stage.settings.resume:
+            raise HarnessError(f"{stage.output} holds checkpoints of an unfinished run: add --resume to continue it, "
+                               "or choose another --output")
+        check_resumed_settings(stage)
 
 
 def label_dir(label: str) -> str:
@@ -163,6 +241,7 @@ def make_plan(settings: TrainSettings) -> Plan:
     refuse_data_parallel()
     check_recipe(settings)
     output = Path(settings.output)
+    check_output_folder(output)
     if is_finished(output):
         raise HarnessError(f"{output} already holds a trained checkpoint (finished); choose another --output")
     recipe = registry.registry("variants").get(settings.variant).recipe

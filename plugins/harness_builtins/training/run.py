@@ -11,18 +11,23 @@ rank 0 writes.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import platform
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from harness import __version__, registry
-from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
-from harness.util.atomic import atomic_dir, write_bytes_atomic
+from harness.errors import HarnessError
+from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
+from harness.util.atomic import atomic_dir, write_bytes_atomic, write_text_atomic
 
-from harness_builtins.training.distributed import barrier, init_process_group, rank
+from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
 from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
-from harness_builtins.training.plan import Plan, Stage, make_plan
+from harness_builtins.training.plan import RUN_FILE, Plan, Stage, check_output_folder, make_plan, run_settings
 
 
 def versions() -> dict[str, Any]:
@@ -66,15 +71,52 @@ def train(settings: TrainSettings) -> Path:
     init_process_group(cpu=not torch.cuda.is_available(), timeout_seconds=settings.distributed_timeout)
     if not settings.progress:
         _quiet()
-    plan = make_plan(settings)
-    for stage in plan.stages:
-        if not is_finished(stage.output):
-            run_stage(stage)
-            barrier()  # rank 0 wrote what the next stage starts from or reads
-    if plan.labels is not None:
-        assemble_labels(plan, started)
-        barrier()
+    with output_lock(Path(settings.output)):
+        plan = make_plan(settings)
+        for stage in plan.stages:
+            if not is_finished(stage.output):
+                run_stage(stage)
+                barrier()  # rank 0 wrote what the next stage starts from or reads
+        if plan.labels is not None:
+            assemble_labels(plan, started)
+            barrier()
     return Path(settings.output)
+
+
+@contextlib.contextmanager
+def output_lock(output: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output folder (rank 0, ``flock`` on the folder itself) while
+    the run writes into it: a second training into the same folder stops with one line, on every
+    process of its launch. The folder is created for the lock once it passed
+    :func:`~.plan.check_output_folder`, and removed again when the run leaves it empty."""
+    import fcntl
+
+    created = False
+    handle = None
+    with rank_zero_first("taking the output folder") as first:
+        if first:
+            check_output_folder(output)
+            created = not output.exists()
+            try:
+                output.mkdir(parents=True, exist_ok=True)
+                handle = os.open(output, os.O_RDONLY)
+            except OSError as exc:
+                raise HarnessError(f"--output {output}: cannot create or open it: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(handle)
+                raise HarnessError(f"--output {output} is being written by another training (it holds the folder's lock); "
+                                   "wait for it to end, or choose another --output") from None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            if created:
+                with contextlib.suppress(OSError):
+                    output.rmdir()  # only when empty: a run that failed before writing anything
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.close(handle)
 
 
 def run_stage(stage: Stage) -> None:
@@ -84,6 +126,9 @@ def run_stage(stage: Stage) -> None:
 
     started = time.monotonic()
     settings = stage.settings
+    if rank() == 0 and not any((stage.output / CHECKPOINTS_DIR).glob("checkpoint-*")):
+        stage.output.mkdir(parents=True, exist_ok=True)  # a fresh start: the settings --resume must match
+        write_text_atomic(stage.output / RUN_FILE, json.dumps(run_settings(settings), indent=1) + "\n")
     prepared = prepare(settings)
     fitted = fit(settings, prepared)
     if rank() != 0:
@@ -108,6 +153,7 @@ def run_stage(stage: Stage) -> None:
         "distributed": fitted.distributed,
         "steps": fitted.steps,
         "train_loss": fitted.train_loss,
+        "train_loss_steps": fitted.train_loss_steps,
         "loss_state": LOSS_STATE_FILE if state else None,
         "seconds": round(time.monotonic() - started, 3),
         "versions": versions(),

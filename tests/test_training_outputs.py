@@ -1,0 +1,113 @@
+"""What ``harness train`` may write into and resume from: outputs that hold someone's other files,
+sit under a file or are being written by another training are refused with one line; ``--resume``
+refuses other settings; a resumed run's recorded mean loss covers every step."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from test_training_engine import data, tiny, train  # noqa: F401 - fixtures
+
+torch = pytest.importorskip("torch")
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_an_output_holding_other_files_is_refused_and_left_untouched(tiny, data, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "mine"
+    (out / "model").mkdir(parents=True)
+    (out / "model" / "notes.txt").write_text("my notes")
+    (out / "train_log.txt").write_text("keep me")
+    assert train(tiny, data, out, "dpr") == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"harness: error: --output {out} holds files no harness training wrote (model, train_log.txt)")
+    assert (out / "model" / "notes.txt").read_text() == "my notes" and sorted(p.name for p in out.iterdir()) == ["model", "train_log.txt"]
+
+
+def test_an_output_that_is_or_sits_under_a_file_is_one_line(tiny, data, tmp_path, capsys):  # noqa: F811
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert train(tiny, data, afile, "dpr") == 2
+    assert "is a file" in _one_line(capsys)
+    assert train(tiny, data, afile / "out", "dpr") == 2
+    assert _one_line(capsys) == f"harness: error: --output {afile / 'out'}: {afile} is a file, not a folder"
+    assert afile.read_text() == "x"
+
+
+def test_a_second_training_into_a_folder_being_written_stops_with_one_line(tiny, data, tmp_path, capsys):  # noqa: F811
+    import fcntl
+
+    out = tmp_path / "busy"
+    out.mkdir()
+    handle = os.open(out, os.O_RDONLY)
+    fcntl.flock(handle, fcntl.LOCK_EX)  # what a running training holds
+    try:
+        assert train(tiny, data, out, "dpr") == 2
+        assert "is being written by another training" in _one_line(capsys)
+        assert list(out.iterdir()) == []
+    finally:
+        os.close(handle)
+    assert train(tiny, data, out, "dpr") == 0  # released: the folder is free again
+    assert (out / "harness_training.json").is_file() and (out / "harness_run.json").is_file()
+
+
+def test_a_run_refused_before_writing_leaves_no_folder(tiny, data, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "never"
+    assert train(tiny, data, out, "dpr", "-L", "temperature=-1") == 2
+    capsys.readouterr()
+    assert not out.exists()
+
+
+def _interrupted(tiny, data, out):  # noqa: F811
+    """A finished 3-step run with a checkpoint at every step, its record and model removed: what a
+    run killed after its last checkpoint leaves."""
+    assert train(tiny, data, out, "dpr", "--save-steps", "1") == 0
+    record = json.loads((out / "harness_training.json").read_text())
+    (out / "harness_training.json").unlink()
+    shutil.rmtree(out / "model")
+    return record
+
+
+def test_resume_refuses_other_settings_and_keeps_the_whole_runs_mean_loss(tiny, data, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "cut"
+    before = _interrupted(tiny, data, out)
+    capsys.readouterr()
+    assert train(tiny, data, out, "dpr", "--save-steps", "1", "--resume", "--lr", "3e-5", "--seed", "7") == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"harness: error: --resume of {out} with other settings than it started with "
+                           "(learning_rate: 2e-05 -> 3e-05; seed: 42 -> 7)"), line
+    # how it runs may change: logging, saving, progress
+    assert train(tiny, data, out, "dpr", "--save-steps", "2", "--logging-steps", "2", "--resume") == 0
+    after = json.loads((out / "harness_training.json").read_text())
+    assert after["steps"] == before["steps"] == 3
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+    # nothing was left to train (no step beyond --max-steps); the trainer's own mean would be 0
+    # over 0 steps
+    assert after["train_loss"] == pytest.approx(before["train_loss"], rel=1e-6)
+    assert after["train_loss_steps"] == 3
+
+
+def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():
+    from harness_builtins.training.fit import LOSS_SUM_FILE, mean_loss
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = Path(tmp) / "checkpoint-4"
+        checkpoint.mkdir()
+        assert mean_loss(2.0, 10, checkpoint) == (2.0, 6)  # no sum recorded: the resumed steps' mean, and how many
+        (checkpoint / LOSS_SUM_FILE).write_text(json.dumps({"step": 4, "loss_sum": 12.0}))
+        assert mean_loss(2.0, 10, checkpoint) == ((12.0 + 2.0 * 6) / 10, 10)
+        (checkpoint / LOSS_SUM_FILE).write_text(json.dumps({"step": 3, "loss_sum": 12.0}))  # another checkpoint's
+        assert mean_loss(2.0, 10, checkpoint) == (2.0, 6)
+        assert mean_loss(1.5, 10, None) == (1.5, 10)
