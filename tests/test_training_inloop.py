@@ -348,7 +348,8 @@ def test_in_loop_errors_are_one_line(tiny, tmp_path, capsys):
     write_training_examples(data, examples())
     from harness.cli.main import main
 
-    base = ["train", "--data", str(data), "--model", str(tiny), "--output", str(tmp_path / "o"), "--no-progress"]
+    base = ["train", "--data", str(data), "--model", str(tiny), "--output", str(tmp_path / "o"), "--no-progress",
+            "--max-passage-length", "64"]
     assert main([*base, "--variant", "qsft"]) == 2
     assert "name the suite whose corpus to search with --corpus SUITE" in capsys.readouterr().err
     assert main([*base, "--variant", "dpr", "--refresh-every", "3"]) == 2

@@ -111,3 +111,24 @@ def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():
         (checkpoint / LOSS_SUM_FILE).write_text(json.dumps({"step": 3, "loss_sum": 12.0}))  # another checkpoint's
         assert mean_loss(2.0, 10, checkpoint) == (2.0, 6)
         assert mean_loss(1.5, 10, None) == (1.5, 10)
+
+
+def test_a_length_beyond_the_models_positions_is_refused_before_anything_is_written(tiny, data, tmp_path, capsys):  # noqa: F811
+    """The tiny BERT has 128 positions: --max-passage-length 129 is one line naming the flag and
+    the limit, and no output is left (128 itself trains)."""
+    out = tmp_path / "long"
+    assert train(tiny, data, out, "dpr", "--max-passage-length", "129") == 2
+    assert _one_line(capsys) == f"harness: error: --max-passage-length 129 is more than {tiny} takes (128 tokens); give at most 128"
+    assert not out.exists()
+    assert train(tiny, data, out, "dpr", "--max-passage-length", "128", "--max-steps", "1") == 0
+
+
+def test_option_values_out_of_range_are_one_line(tiny, data, tmp_path, capsys):  # noqa: F811
+    for extra, message in [(("--max-steps", "-1"), "Invalid value for '--max-steps': -1 is not in the range x>=1."),
+                           (("--seed", "-1"), "Invalid value for '--seed': -1 is not in the range 0<=x<=4294967295."),
+                           (("-S", "drop_last=maybe"), "batch sampler 'random': option drop_last must be true or false, got 'maybe'")]:
+        assert train(tiny, data, tmp_path / "x", "dpr", *extra) == 2
+        assert message in _one_line(capsys)
+    assert main(["train", "--variant", "dpr", "--data", f"{data}:1e15", "--model", str(tiny), "--output", str(tmp_path / "x")]) == 2
+    assert _one_line(capsys) == f"harness: error: --data {data}: the weight must be a number > 0 and <= 1000, got 1000000000000000.0"
+    assert not (tmp_path / "x").exists()

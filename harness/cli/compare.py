@@ -18,7 +18,7 @@ from harness.util.paths import default_results_dir
 @click.option("--baseline", default=None, help="Compare every other system with this one only (a name as shown), instead of every pair.")
 @click.option("--k", "k_values", multiple=True, help="Cutoffs (default: those of the first result).")
 @click.option("--mrr-k", type=int, default=None, help="Cutoff of the MRR test (default: the deepest --k).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling; the same seed gives the same numbers.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True, help="Seed of the resampling; the same seed gives the same numbers.")
 @click.option("--resamples", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True, help="Bootstrap resamples.")
 @click.option("--permutations", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True, help="Randomisation-test permutations.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True, help="Confidence level of the intervals.")

@@ -141,15 +141,20 @@ class TrainSettings:
                 raise HarnessError(f"--data {path}: the weight must be {weight.describe()}, got {value!r}") from None
 
 
+#: The largest --data weight: a dataset repeated a thousand times is already far past any mixture
+#: the seeds use (weights are relative sizes, not counts).
+MAX_WEIGHT = 1000.0
+
+
 def _positive_number():
     from harness.api import number
 
-    return number(1.0, min=0, min_exclusive=True)
+    return number(1.0, min=0, min_exclusive=True, max=MAX_WEIGHT)
 
 
 def _declare() -> dict[str, Any]:
     """The settings' declarations: type and bounds of each (``None`` where a setting may be unset)."""
-    from harness.api import choice, integer, non_negative_int, number, positive_int, probability
+    from harness.api import choice, non_negative_int, number, positive_int, probability
 
     def positive():
         return number(1.0, min=0, min_exclusive=True)
@@ -163,7 +168,7 @@ def _declare() -> dict[str, Any]:
         "global_batch_size": positive_int(None, nullable=True), "distributed_timeout": positive_int(3 * 3600),
         "passage_chunk_size": non_negative_int(64), "retrieve_k": positive_int(None, nullable=True),
         "refresh_every": non_negative_int(None, nullable=True), "max_steps": positive_int(1),
-        "hard_negatives": non_negative_int(None, nullable=True), "seed": integer(42),
+        "hard_negatives": non_negative_int(None, nullable=True), "seed": non_negative_int(42, max=2**32 - 1),
         "mixture": choice("proportional", ("proportional", "round_robin")), "pooling": choice("cls", ("cls", "mean")),
         "format": choice("title_text", FORMATS),
         "pretrain_epochs": number(None, min=0, min_exclusive=True, nullable=True),

@@ -36,6 +36,7 @@ from harness.util.atomic import write_text_atomic
 
 from harness_builtins.training.data import Prepared
 from harness_builtins.training.distributed import group, rank, split
+from harness_builtins.training.plan import RUN_FILE, run_settings
 from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
 from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
 
@@ -396,8 +397,10 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
     if resume_from is not None:
         truncate_log(log_path, int(resume_from.name.split("-")[1]))
-    elif log_path.exists() and trainer.is_world_process_zero():
-        log_path.unlink()
+    elif trainer.is_world_process_zero():  # a fresh start: the settings a --resume must match
+        if log_path.exists():
+            log_path.unlink()
+        write_text_atomic(output / RUN_FILE, json.dumps(run_settings(settings), indent=1) + "\n")
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     train_loss, covered = mean_loss(getattr(result, "training_loss", None), trainer.state.global_step, resume_from)
     in_loop_record = _in_loop_record(prepared, index, loss_module)  # every process: a collective

@@ -79,6 +79,7 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
             modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)]
     except OSError as exc:
         raise HarnessError(f"cannot load model {model!r}: {exc}") from None
+    check_lengths(model, modules, {"--max-question-length": max_question_length, "--max-passage-length": max_passage_length})
     if shared:
         st = SentenceTransformer(modules=modules, device=device)
         st.max_seq_length = max_passage_length
@@ -93,6 +94,37 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
             m.max_seq_length = max_passage_length
     router = Router.for_query_document(query_modules=query_modules, document_modules=document_modules)
     return SentenceTransformer(modules=[router], device=device)
+
+
+def positions(module) -> int | None:
+    """The longest input a transformer module takes, in tokens: its absolute position embeddings
+    (``max_position_embeddings``, less RoBERTa's padding offset) and its tokenizer's limit; None
+    when it has neither (relative positions, as T5's)."""
+    config = getattr(getattr(module, "auto_model", None), "config", None)
+    limits = []
+    table = getattr(config, "max_position_embeddings", None)
+    if isinstance(table, int) and table > 0:
+        if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            table -= (getattr(config, "pad_token_id", None) or 1) + 1  # positions start after the padding index
+        limits.append(table)
+    tokenizer_limit = getattr(getattr(module, "tokenizer", None), "model_max_length", None)
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:
+        limits.append(tokenizer_limit)
+    return min(limits) if limits else None
+
+
+def check_lengths(model: str, modules, lengths: dict[str, int]) -> None:
+    """Refuse a maximum length beyond what the model's transformer takes (one line naming the
+    flag), before anything is trained or written: longer inputs would fail inside the first
+    forward pass with an indexing error."""
+    from sentence_transformers.sentence_transformer.modules import Transformer
+
+    limit = next((positions(m) for m in modules if isinstance(m, Transformer)), None)
+    if limit is None:
+        return
+    for flag, value in lengths.items():
+        if value > limit:
+            raise HarnessError(f"{flag} {value} is more than {model} takes ({limit} tokens); give at most {limit}")
 
 
 def freeze_unused(model) -> int:

@@ -12,7 +12,6 @@ rank 0 writes.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import time
@@ -22,12 +21,12 @@ from typing import Any
 
 from harness import __version__, registry
 from harness.errors import HarnessError
-from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
-from harness.util.atomic import atomic_dir, write_bytes_atomic, write_text_atomic
+from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
+from harness.util.atomic import atomic_dir, write_bytes_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
 from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
-from harness_builtins.training.plan import RUN_FILE, Plan, Stage, check_output_folder, make_plan, run_settings
+from harness_builtins.training.plan import Plan, Stage, check_output_folder, make_plan
 
 
 def versions() -> dict[str, Any]:
@@ -126,9 +125,6 @@ def run_stage(stage: Stage) -> None:
 
     started = time.monotonic()
     settings = stage.settings
-    if rank() == 0 and not any((stage.output / CHECKPOINTS_DIR).glob("checkpoint-*")):
-        stage.output.mkdir(parents=True, exist_ok=True)  # a fresh start: the settings --resume must match
-        write_text_atomic(stage.output / RUN_FILE, json.dumps(run_settings(settings), indent=1) + "\n")
     prepared = prepare(settings)
     fitted = fit(settings, prepared)
     if rank() != 0:
