@@ -48,6 +48,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.data.catalog",
     "harness.data.corpora",
     "harness.data.corpus_store",
+    "harness.data.archives",
     "harness.data.download",
     "harness.data.passages",
     "harness.data.questions",

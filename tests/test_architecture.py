@@ -24,7 +24,8 @@ def _modules(root: Path, package: str) -> dict[str, Path]:
     return out
 
 
-MODULES = {**_modules(CORE, "harness"), **_modules(BUILTINS, "harness_builtins")}
+MODULES = {**_modules(CORE, "harness"), **_modules(BUILTINS, "harness_builtins"),
+           **_modules(REPO / "datasets_spec", "harness_builtins.datasets_spec")}
 
 
 def _runtime_nodes(node: ast.AST):
@@ -157,6 +158,9 @@ def test_documented_imports_keep_working():
 
 #: The built-ins' shared package: any plugin may import it; it imports no plugin.
 SHARED = "harness_builtins.common"
+#: The built-in specs, shipped as data (the top-level datasets_spec/ folder): any plugin may read
+#: it; it imports nothing of the harness.
+DATA = "harness_builtins.datasets_spec"
 
 #: The imports of one built-in plugin package's modules by another's that remain, each with why it
 #: is not in the shared package. (importer module, imported module) -> reason.
@@ -187,7 +191,7 @@ def _cross_plugin_imports() -> set[tuple[str, str]]:
             continue
         for imported in _imports(module, path):
             other = _plugin_of(imported)
-            if other is not None and other != own and other != SHARED:
+            if other is not None and other not in (own, SHARED, DATA):
                 found.add((module, imported))
     return found
 
@@ -203,6 +207,9 @@ def test_builtin_plugins_import_each_other_only_through_the_shared_package():
     shared = {(m, i) for m, path in MODULES.items() if _plugin_of(m) == SHARED
               for i in _imports(m, path) if _plugin_of(i) not in (None, SHARED)}
     assert shared == set()
+    data = {i for m, path in MODULES.items() if _plugin_of(m) == DATA for i in _imports(m, path)
+            if i.split(".")[0] in ("harness", "harness_builtins")}
+    assert data == set()
 
 
 def test_the_training_losses_import_nothing_of_the_rerank_plugin():

@@ -347,7 +347,11 @@ def test_realm_and_art_encoders_call_their_encoder_classes(tiny_models, tmp_path
     assert calls[-1] == ("ArtEncoder", str(tiny_models.bert), {"device": "cpu", "max_length": 256})
     retriever.index(tiny_suite().corpus, context(tmp_path))
     assert len(retriever.search(["q"], 2, context(tmp_path))[0]) == 2
-    with pytest.raises(HarnessError, match="model"):
+    # without a model folder: the published checkpoint by name (offline here: one line naming its URL)
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(HarnessError, match=r"dropbox\.com/s/b2sxvj9fcsevde3"):
         build_retriever("art", device="cpu")
 
 

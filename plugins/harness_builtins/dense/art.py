@@ -459,6 +459,8 @@ class ArtEncoder:
             raise ValueError("query and passage towers differ in hidden size")
         self.max_length = max_length
         self.batch_size = batch_size or (128 if self.device.type == "cuda" else 32)
+        #: The released checkpoint's name when loaded by name (``-o checkpoint=``), else None.
+        self.checkpoint: str | None = None
         self._identity: tuple[tuple, str] | None = None
 
     @classmethod
@@ -466,7 +468,7 @@ class ArtEncoder:
         """Load a :func:`.convert.convert_art` output directory."""
         path = Path(path)
         if not path.is_dir():
-            raise InputFileError(path, "no such directory (convert ART's model_optim_rng.pt with `harness convert art` first)")
+            raise InputFileError(path, "no such directory (convert ART's model_optim_rng.pt with `harness convert art`, or name a released checkpoint with -o checkpoint=NAME)")
         meta = read_json(path / "art_config.json") if (path / "art_config.json").is_file() else {}
         if meta and meta.get("format") != ART_FORMAT:
             raise InputFileError(path / "art_config.json", f"format is {meta.get('format')!r}, not {ART_FORMAT!r}")
@@ -558,19 +560,25 @@ class ArtEncoder:
         return self._identity[1]
 
     def parameters(self) -> dict[str, Any]:
-        """The identity, and the precision the encoders run with (``tf32``: fp32 on CUDA)."""
-        return {"encoder": self.identity(), "precision": compute_precision(self.precision, str(self.device))}
+        """The identity, the released checkpoint's name (when loaded by name) and the precision
+        the encoders run with (``tf32``: fp32 on CUDA)."""
+        params: dict[str, Any] = {"encoder": self.identity()}
+        if self.checkpoint is not None:
+            params["checkpoint"] = self.checkpoint
+        params["precision"] = compute_precision(self.precision, str(self.device))
+        return params
 
 
 def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, batch_size: int | None = None,
                      device: str | None = "auto", precision: str | None = "auto") -> ArtEncoder:
-    """The ``art`` encoder: :meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory."""
+    """:meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory ``model`` (the
+    ``art`` encoder's loader, :func:`.art_checkpoints.load_art`, also finds one by name)."""
     from harness.errors import HarnessError
 
     from harness_builtins.common.devices import resolve_device
 
     if not model:
-        raise HarnessError("encoder 'art' needs -o model=DIR (ART's checkpoint converted with `harness convert art`)")
+        raise HarnessError("no ART model folder given (-o model=DIR, or a released checkpoint with -o checkpoint=NAME)")
     kwargs: dict[str, Any] = {"device": resolve_device(device)}
     if batch_size:
         kwargs["batch_size"] = batch_size

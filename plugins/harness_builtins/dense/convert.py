@@ -4,7 +4,9 @@ encoders load.
 * **ART** (DevSinghSachan/art) ships Megatron-LM ``model_optim_rng.pt`` files. :func:`convert_art`
   (``harness convert art SRC OUT``) turns one into a directory of two ``MegatronBertModel``
   ``save_pretrained`` folders plus tokenizer files; the model layout, the key mapping and the
-  fused-QKV packing are documented in :mod:`.art`.
+  fused-QKV packing are documented in :mod:`.art`. ``-r art -o checkpoint=NAME`` runs the same
+  conversion on a released archive it downloads and unpacks itself, once, into the cache
+  (:mod:`.art_checkpoints`).
 * **REALM** hub checkpoints (``google/realm-*``) are transformers 4.x state dicts whose model
   classes transformers 5 removed. :mod:`.realm` reads them directly; :func:`convert_realm`
   (``harness convert realm SRC OUT``) is an optional slimming step: it keeps only the query and
@@ -64,6 +66,29 @@ def convert_art_checkpoint(
     with; ``qkv_layout`` overrides the fused query/key/value packing read from
     ``checkpoint_version`` (see :func:`.art.qkv_layout_for_version`).
     """
+    out_dir = Path(out_dir)
+    with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
+        convert_art_into(
+            tmp, model_optim_rng_pt, vocab=vocab, qkv_layout=qkv_layout, num_attention_heads=num_attention_heads,
+            hidden_act=hidden_act, do_lower_case=do_lower_case, progress=progress,
+        )
+    return out_dir
+
+
+def convert_art_into(
+    directory: Path,
+    model_optim_rng_pt: str | os.PathLike,
+    *,
+    vocab: str | os.PathLike,
+    qkv_layout: str = "auto",
+    num_attention_heads: int | None = None,
+    hidden_act: str | None = None,
+    do_lower_case: bool = True,
+    progress: bool = False,
+    source: dict | None = None,
+) -> None:
+    """Write :func:`convert_art_checkpoint`'s output into the existing empty ``directory`` (which
+    the caller makes atomic). ``source`` adds provenance to ``art_config.json``'s ``source``."""
     from harness.util.progress import progress as progress_bar
 
     src = Path(model_optim_rng_pt)
@@ -96,34 +121,33 @@ def convert_art_checkpoint(
         if tokenizer.pad_token_id != 0:
             raise InputFileError(vocab_path, f"[PAD] must have id 0 (ART masks tokens with id < 1), found {tokenizer.pad_token_id}")
 
-        with atomic_output_dir(out_dir, overwrite=overwrite) as tmp:
-            for sub, state_dict in (("query_encoder", towers.query), ("passage_encoder", towers.passage)):
-                target = tmp / sub
-                target.mkdir()
-                towers.config.save_pretrained(str(target))
-                save_safetensors(state_dict, target / "model.safetensors")
-                tokenizer.save_pretrained(str(target))
-                shutil.copyfile(vocab_path, target / "vocab.txt")
-            steps.update(1)
-            write_json(
-                tmp / "art_config.json",
-                {
-                    "format": ART_FORMAT,
-                    "format_version": ART_FORMAT_VERSION,
-                    "max_length": ART_MAX_LENGTH,
-                    "pooling": "cls",
-                    "similarity": "inner_product",
-                    "query_encoder": "query_encoder",
-                    "passage_encoder": "passage_encoder",
-                    "source": {
-                        "file": str(src),
-                        "vocab": str(vocab_path),
-                        **towers.provenance,
-                    },
+        for sub, state_dict in (("query_encoder", towers.query), ("passage_encoder", towers.passage)):
+            target = directory / sub
+            target.mkdir()
+            towers.config.save_pretrained(str(target))
+            save_safetensors(state_dict, target / "model.safetensors")
+            tokenizer.save_pretrained(str(target))
+            shutil.copyfile(vocab_path, target / "vocab.txt")
+        steps.update(1)
+        write_json(
+            directory / "art_config.json",
+            {
+                "format": ART_FORMAT,
+                "format_version": ART_FORMAT_VERSION,
+                "max_length": ART_MAX_LENGTH,
+                "pooling": "cls",
+                "similarity": "inner_product",
+                "query_encoder": "query_encoder",
+                "passage_encoder": "passage_encoder",
+                "source": {
+                    "file": str(src),
+                    "vocab": str(vocab_path),
+                    **towers.provenance,
+                    **(source or {}),
                 },
-            )
-            steps.update(1)
-    return Path(out_dir)
+            },
+        )
+        steps.update(1)
 
 
 def convert_art(

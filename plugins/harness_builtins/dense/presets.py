@@ -17,6 +17,8 @@ from typing import Any
 
 from harness.api import EncoderSpec, Options, choice, path, positive_int
 
+from harness_builtins.dense.art_checkpoints import ART_CHECKPOINT_NAMES, DEFAULT_CHECKPOINT
+
 from harness_builtins.dense.options import (  # noqa: F401 (RUNTIME_OPTIONS and INDEX_OPTIONS are used from here too)
     FORMATS,
     INDEX_OPTIONS,
@@ -139,9 +141,9 @@ def _load_trained(**options: Any):
 
 
 def _load_art(**options: Any):
-    from harness_builtins.dense.art import load_art_encoder
+    from harness_builtins.dense.art_checkpoints import load_art
 
-    return load_art_encoder(**options)
+    return load_art(**options)
 
 
 def encoder_specs() -> list[EncoderSpec]:
@@ -181,9 +183,15 @@ def encoder_specs() -> list[EncoderSpec]:
     specs.append(
         EncoderSpec(
             name="art",
-            description="ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): -o model=CONVERTED_DIR",
+            description=f"ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): a released checkpoint "
+                        f"(-o checkpoint=NAME, default {DEFAULT_CHECKPOINT}; downloaded and converted once) or -o model=CONVERTED_DIR",
             load=_load_art,
-            options=Options({"model": path(None, help="a converted ART checkpoint folder"), "max_length": positive_int(256, nullable=True)}) | RUNTIME_OPTIONS,
+            options=Options({
+                "checkpoint": choice(DEFAULT_CHECKPOINT, ART_CHECKPOINT_NAMES,
+                                     help="ART's released retriever, fetched and converted into the cache on first use"),
+                "model": path(None, help="a `harness convert art` folder (wins over checkpoint)"),
+                "max_length": positive_int(256, nullable=True),
+            }) | RUNTIME_OPTIONS,
         )
     )
     return specs
