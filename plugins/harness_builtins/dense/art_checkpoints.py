@@ -110,8 +110,8 @@ ART_CHECKPOINTS: dict[str, ArtCheckpoint] = _checkpoints(
 )
 ART_CHECKPOINT_NAMES: tuple[str, ...] = tuple(ART_CHECKPOINTS)
 
-#: The checkpoint ``-r art`` uses without ``-o checkpoint=`` or ``-o model=``. ART's paper and
-#: README report no EntityQuestions evaluation to take a checkpoint from, so the default is the
+#: The checkpoint ``-r art`` uses without ``-o checkpoint=`` or ``-o model=``. ART's README and
+#: the seeds' tables report no EntityQuestions evaluation to take a checkpoint from, so the default is the
 #: one retriever trained on the questions of every dataset ART reports (ART-Multi) with the
 #: teacher its README recommends and whose numbers it reports first (T0-3B): it is tied to no
 #: single dataset's questions, which is the fairest start for a suite none of them is.
