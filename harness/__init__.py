@@ -53,6 +53,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.data.passages",
     "harness.data.questions",
     "harness.runfiles.readers",
+    "harness.runfiles.published",
     "harness.runfiles.ranks",
     "harness.runfiles.writers",
     "harness.results",

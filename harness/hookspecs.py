@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by t
         LossSpec,
         MetricSpec,
         MinerSpec,
+        PublishedRun,
         PublishedTable,
         RerankerSpec,
         RetrieverSpec,
@@ -79,6 +80,16 @@ def register_published(register: Callable[[PublishedTable], None]) -> None:
 
     Called the first time anything asks for published numbers (``harness list published``,
     ``harness leaderboard``, ``harness reproduce``).
+    """
+
+
+@hookspec
+def register_published_runs(register: Callable[[PublishedRun], None]) -> None:
+    """Offer published run files: call ``register(PublishedRun(...))`` once per released run.
+
+    Called the first time anything asks for published runs (``harness list runs``, ``harness data
+    fetch RUN``, ``harness score --run NAME``, ``harness reproduce --runs``). Nothing is downloaded
+    while registering.
     """
 
 

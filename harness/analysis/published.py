@@ -5,6 +5,10 @@ A published table is one TOML file (plugins register the records, :mod:`harness.
     name = "karpukhin2020-table2"        # unique: [a-z0-9-]+, the file is NAME.toml
     title = "DPR, Table 2: top-20 / top-100 retrieval accuracy on the test sets"
     citation = "Karpukhin et al. 2020, ..., Table 2"
+    version = "arXiv 2004.04906v3 (30 Sep 2020)"  # which version of the source is copied
+    kind = "paper"                       # "paper" (printed numbers) or "reproduction"
+    digits = 1                           # decimals the values are printed with
+    allowance = { points = 1.0, reason = "..." }  # paper tables: expected reproduction gap
     url = "https://..."                  # optional
     note = "..."                         # optional
 
@@ -14,12 +18,29 @@ A published table is one TOML file (plugins register the records, :mod:`harness.
     values = { 20 = 59.1, 100 = 73.7 }   # k -> top-k accuracy in percent, as printed
     part = "P19"                         # optional: one part of the suite
     retriever = "bm25"                   # optional: the harness configuration that reproduces it
+    options = { checkpoint = "nq-t0-3b" }  # optional: parameters a result must have to be compared
+    digits = 2                           # optional: this row's printed decimals, if not the table's
     note = "..."                         # optional
 
+TOML floats do not keep trailing zeros (81.60 reads as 81.6), so the printed precision is the
+``digits`` key, not the value's spelling; every value must fit it (43.77 in a ``digits = 1`` table
+is an error). ``kind`` (default ``"paper"``), ``digits`` (default: the most decimals a row's values
+show), ``allowance`` (default 0 points; only for paper tables, and a non-zero one needs its
+reason) and ``version`` (default empty) are optional for the reader; the built-in tables set all
+of them.
+
 ``harness reproduce --check`` compares every result with each published row of its suite and
-retriever name (its part's number for a row with a ``part``, else the macro average), at every
-cutoff both have: ``|ours - published| <= tolerance`` (fractions, as pyserini's two-click
-reproductions compare: 0.02 = two points).
+retriever name whose ``options`` the result's retriever parameters all have (its part's number
+for a row with a ``part``, else the macro average), at every cutoff both have, in percentage
+points (:func:`allowed_difference`):
+
+- ``kind = "reproduction"`` (pyserini's reproductions, the harness's own earlier results):
+  ``|ours - published| <= 0.02`` points, pyserini's two-click check
+  (``math.isclose(score, expected, abs_tol=2e-2)`` on percentages, ``pyserini/2cr/odqa.py``);
+- ``kind = "paper"``: ``|ours - published| <= 0.5 * 10**-digits + allowance``: half a unit of the
+  last printed digit (81.6 allows 0.05, 80.89 allows 0.005) plus the table's allowance.
+
+``--tolerance POINTS`` replaces both rules with one bound for every row.
 """
 
 from __future__ import annotations
@@ -27,7 +48,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,12 +56,37 @@ from harness.api import MAX_K, PublishedRow, PublishedTable
 from harness.errors import InputFileError
 from harness.results.schema import Result
 
-#: Default tolerance of ``harness reproduce --check``, on fractions (0.02 = 2 points).
-TOLERANCE = 0.02
+#: The largest |ours - published| in percentage points for a ``kind = "reproduction"`` table:
+#: pyserini's two-click reproduction check, ``math.isclose(score, expected, abs_tol=2e-2)`` on
+#: scores in percent (``pyserini/2cr/odqa.py``).
+REPRODUCTION_TOLERANCE = 0.02
+#: The kinds of table, each with its rule (:func:`allowed_difference`).
+KINDS = ("paper", "reproduction")
+#: Most decimals a ``digits`` key may declare.
+MAX_DIGITS = 6
+#: Slack on comparisons in points: percentages computed from counts are not exact in binary.
+_EPSILON = 1e-9
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-_TABLE_KEYS = {"name", "title", "citation", "url", "note", "rows"}
-_ROW_KEYS = {"system", "suite", "values", "part", "retriever", "note"}
+_TABLE_KEYS = {"name", "title", "citation", "url", "note", "rows", "kind", "digits", "allowance", "version"}
+_ROW_KEYS = {"system", "suite", "values", "part", "retriever", "note", "options", "digits"}
+
+
+def _decimals(value: float) -> int:
+    """Decimals of ``value``'s shortest spelling: 81.6 -> 1, 43.77 -> 2, 75.0 -> 0."""
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        return MAX_DIGITS
+    digits = text.split(".")[1].rstrip("0") if "." in text else ""
+    return len(digits)
+
+
+def _digits(value, fail, where: int | None = None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DIGITS:
+        fail(f"'digits' must be a whole number of decimals from 0 to {MAX_DIGITS}, got {value!r}", where)
+    return value
 
 
 def read_published_table(path: str | Path) -> PublishedTable:
@@ -71,17 +117,36 @@ def read_published_table(path: str | Path) -> PublishedTable:
         fail(f"'name' must be lowercase letters, digits and dashes, got {name!r}")
     if name != path.stem:
         fail(f"'name' is {name!r} but the file is named {path.name}")
+    kind = data.get("kind", "paper")
+    if kind not in KINDS:
+        fail(f"'kind' must be one of {', '.join(repr(k) for k in KINDS)}, got {kind!r}")
+    table_digits = _digits(data.get("digits"), fail)
+    allowance, reason = 0.0, ""
+    if "allowance" in data:
+        spec = data["allowance"]
+        if kind != "paper":
+            fail(f"'allowance' applies to kind = \"paper\" tables only; a {kind} table is compared within {REPRODUCTION_TOLERANCE:g} points")
+        if not isinstance(spec, dict) or sorted(spec) != ["points", "reason"]:
+            fail("'allowance' must be a table { points = NUMBER, reason = \"...\" }")
+        points = spec["points"]
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or not 0 <= points <= 100:
+            fail(f"'allowance.points' must be a number of points from 0 to 100, got {points!r}")
+        if not isinstance(spec["reason"], str) or not spec["reason"].strip():
+            fail("'allowance.reason' must be a non-empty string")
+        allowance, reason = float(points), spec["reason"]
     rows_data = data.get("rows")
     if not isinstance(rows_data, list) or not rows_data:
         fail("'rows' must be a non-empty array of tables ([[rows]])")
     rows: list[PublishedRow] = []
-    seen: set[tuple[str, str, str | None]] = set()
+    seen: set[tuple] = set()
     for i, row in enumerate(rows_data):
         if not isinstance(row, dict):
             fail("each row must be a table", i)
         extra = sorted(set(row) - _ROW_KEYS)
         if extra:
             fail(f"unknown key {extra[0]!r}", i)
+        row_digits = _digits(row.get("digits"), fail, i)
+        digits = row_digits if row_digits is not None else table_digits
         values = row.get("values")
         if not isinstance(values, dict) or not values:
             fail("'values' must be a non-empty table of cutoff = percent", i)
@@ -91,6 +156,8 @@ def read_published_table(path: str | Path) -> PublishedTable:
                 fail(f"cutoff {k!r} must be a whole number from 1 to {MAX_K}", i)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 100:
                 fail(f"top-{k} must be a percentage from 0 to 100, got {v!r}", i)
+            if digits is not None and _decimals(v) > digits:
+                fail(f"top-{k} = {v!r} has more decimals than 'digits' = {digits}", i)
             parsed[int(k)] = float(v)
         part = row.get("part")
         if part is not None and (not isinstance(part, str) or not part.strip()):
@@ -98,38 +165,85 @@ def read_published_table(path: str | Path) -> PublishedTable:
         retriever = row.get("retriever")
         if retriever is not None and (not isinstance(retriever, str) or not retriever.strip()):
             fail("'retriever' must be a non-empty string", i)
+        options = row.get("options", {})
+        if not isinstance(options, dict):
+            fail("'options' must be a table of retriever parameters", i)
+        for key, value in options.items():
+            if not isinstance(value, (str, int, float, bool)):
+                fail(f"option {key!r} must be a string, number or boolean", i)
+        if options and retriever is None:
+            fail("'options' needs a 'retriever' to apply to", i)
         record = PublishedRow(
             system=text(row, "system", i), suite=text(row, "suite", i), values=dict(sorted(parsed.items())),
             part=part, retriever=retriever, note=text(row, "note", i, required=False),
+            options=dict(sorted(options.items())), digits=row_digits,
         )
-        key = (record.system, record.suite, record.part)
+        key = (record.system, record.suite, record.part, tuple(record.options.items()))
         if key in seen:
             fail(f"a second row of system {record.system!r} on {record.suite}" + (f" part {part}" if part else ""), i)
         seen.add(key)
         rows.append(record)
     return PublishedTable(
         name=name, title=text(data, "title"), citation=text(data, "citation"), rows=tuple(rows),
-        url=text(data, "url", required=False), note=text(data, "note", required=False), source=str(path),
+        url=text(data, "url", required=False), note=text(data, "note", required=False),
+        kind=kind, digits=table_digits, allowance=allowance, allowance_reason=reason,
+        version=text(data, "version", required=False), source=str(path),
     )
+
+
+def printed_digits(table: PublishedTable, row: PublishedRow) -> int:
+    """Decimals ``row``'s values are printed with: the row's ``digits``, else the table's, else
+    the most any of its values shows."""
+    if row.digits is not None:
+        return row.digits
+    if table.digits is not None:
+        return table.digits
+    return max(_decimals(v) for v in row.values.values())
+
+
+def allowed_difference(table: PublishedTable, row: PublishedRow) -> float:
+    """The largest |ours - published| in percentage points that still reproduces ``row``.
+
+    A reproduction table: :data:`REPRODUCTION_TOLERANCE` (0.02). A paper table: half a unit of
+    the last printed digit plus the table's allowance (81.6 with allowance 1.0: 0.05 + 1.0).
+    """
+    if table.kind == "reproduction":
+        return REPRODUCTION_TOLERANCE
+    return 5 / 10 ** (printed_digits(table, row) + 1) + table.allowance
+
+
+def rule(table: PublishedTable, row: PublishedRow) -> str:
+    """The comparison rule in words, for listings."""
+    if table.kind == "reproduction":
+        return f"reproduction: ±{REPRODUCTION_TOLERANCE:g}"
+    half = 5 / 10 ** (printed_digits(table, row) + 1)
+    return f"paper: ±{half:g}" + (f" + {table.allowance:g}" if table.allowance else "")
 
 
 @dataclass(frozen=True)
 class Check:
-    """One comparison of a result with a published number (fractions)."""
+    """One comparison of a result with a published number, in percentage points."""
 
     table: PublishedTable
     row: PublishedRow
     result: Result
     k: int
-    published: float
-    ours: float
+    published: float  # percent, as printed
+    ours: float  # percent
 
     @property
     def difference(self) -> float:
         return self.ours - self.published
 
-    def within(self, tolerance: float) -> bool:
-        return abs(self.difference) <= tolerance + 1e-12
+    @property
+    def allowed(self) -> float:
+        """The table's rule for this row (:func:`allowed_difference`), in points."""
+        return allowed_difference(self.table, self.row)
+
+    def within(self, tolerance: float | None = None) -> bool:
+        """``|ours - published|`` within ``tolerance`` points, or within the table's rule when None."""
+        bound = self.allowed if tolerance is None else tolerance
+        return abs(self.difference) <= bound + _EPSILON
 
 
 def rows_for_suite(tables: Sequence[PublishedTable], suite: str) -> list[tuple[PublishedTable, PublishedRow]]:
@@ -137,15 +251,29 @@ def rows_for_suite(tables: Sequence[PublishedTable], suite: str) -> list[tuple[P
     return [(t, r) for t in tables for r in t.rows if r.suite == suite and r.part is None]
 
 
+def has_options(result: Result, options: Mapping[str, object]) -> bool:
+    """Whether the result's retriever parameters include every one of ``options``, equal (a
+    boolean equals only a boolean)."""
+    parameters = result.parameters
+    return all(
+        key in parameters and isinstance(parameters[key], bool) == isinstance(value, bool) and parameters[key] == value
+        for key, value in options.items()
+    )
+
+
 def checks(tables: Sequence[PublishedTable], results: Sequence[Result]) -> tuple[list[Check], list[tuple[PublishedTable, PublishedRow]]]:
-    """Every comparison the results allow, and the reproducible rows no result covers."""
+    """Every comparison the results allow, and the reproducible rows no result covers.
+
+    A result is compared with a row of its suite whose ``retriever`` is the result's label and
+    whose ``options`` its retriever parameters all have.
+    """
     done: list[Check] = []
     missing: list[tuple[PublishedTable, PublishedRow]] = []
     for table in tables:
         for row in table.rows:
             if row.retriever is None:
                 continue
-            matched = [r for r in results if r.suite == row.suite and r.label == row.retriever]
+            matched = [r for r in results if r.suite == row.suite and r.label == row.retriever and has_options(r, row.options)]
             covered = False
             for result in matched:
                 for k, value in row.values.items():
@@ -159,26 +287,28 @@ def checks(tables: Sequence[PublishedTable], results: Sequence[Result]) -> tuple
                         ours = parts[row.part]
                     else:
                         ours = macro
-                    done.append(Check(table, row, result, k, value / 100, ours))
+                    done.append(Check(table, row, result, k, value, 100 * ours))
                     covered = True
             if not covered:
                 missing.append((table, row))
     return done, missing
 
 
-def format_checks(done: Sequence[Check], missing: Sequence[tuple[PublishedTable, PublishedRow]], tolerance: float) -> str:
-    """The comparisons made (each with OK or DRIFT) and the reproducible rows no result covers."""
+def format_checks(done: Sequence[Check], missing: Sequence[tuple[PublishedTable, PublishedRow]], tolerance: float | None = None) -> str:
+    """The comparisons made (each with its allowed difference and OK or DRIFT) and the
+    reproducible rows no result covers. ``tolerance`` (points) replaces every table's rule."""
     from tabulate import tabulate
 
     lines: list[str] = []
     if done:
         table = [
-            [c.table.name, c.row.system, c.row.suite + (f" {c.row.part}" if c.row.part else ""), c.result.retriever,
-             f"top-{c.k}", f"{100 * c.published:.2f}", f"{100 * c.ours:.2f}", f"{100 * c.difference:+.2f}",
+            [c.table.name, c.row.system, c.row.suite + (f" {c.row.part}" if c.row.part else ""), c.result.label,
+             f"top-{c.k}", f"{c.published:g}", f"{c.ours:.2f}", f"{c.difference:+.2f}",
+             rule(c.table, c.row) if tolerance is None else f"--tolerance: ±{tolerance:g}",
              "OK" if c.within(tolerance) else "DRIFT", c.result.path.name if c.result.path else ""]
             for c in done
         ]
-        headers = ["published", "system", "suite", "retriever", "cutoff", "published %", "ours %", "difference", f"within {100 * tolerance:g} pts", "result"]
+        headers = ["published", "system", "suite", "retriever", "cutoff", "published %", "ours %", "difference", "allowed (points)", "", "result"]
         lines.append(f"{len(done)} comparisons of results with published numbers:")
         lines.append(tabulate(table, headers=headers, tablefmt="github", disable_numparse=True))
     else:
@@ -188,5 +318,10 @@ def format_checks(done: Sequence[Check], missing: Sequence[tuple[PublishedTable,
         lines.append(f"{len(missing)} published rows a harness retriever should reproduce have no result yet:")
         for table, row in missing:
             where = row.suite + (f" (part {row.part})" if row.part else "")
-            lines.append(f"  {table.name}: {row.system} on {where}: harness run --retriever {row.retriever} --suite {row.suite}")
+            options = "".join(f" -o {key}={_option(value)}" for key, value in row.options.items())
+            lines.append(f"  {table.name}: {row.system} on {where}: harness run --retriever {row.retriever} --suite {row.suite}{options}")
     return "\n".join(lines) + "\n"
+
+
+def _option(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)

@@ -8,6 +8,7 @@
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
 - :mod:`harness.api.encoders`    the :class:`Encoder` protocol and :class:`EncoderSpec`
 - :mod:`harness.api.published`   :class:`PublishedTable` and :class:`PublishedRow`: papers' numbers
+- :mod:`harness.api.runs`        :class:`PublishedRun`: run files a paper's authors released
 - :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
   miners, augmentations), :class:`VariantSpec` with its :class:`Recipe`, and
   :class:`TrainingDataSpec` (named training sets)
@@ -43,6 +44,7 @@ from harness.api.options import (
     text,
 )
 from harness.api.published import PublishedRow, PublishedTable
+from harness.api.runs import PublishedRun
 from harness.api.retrievers import (
     MAX_K,
     Hit,
@@ -95,6 +97,7 @@ __all__ = [
     "PassageFingerprint",
     "PassageInput",
     "PublishedRow",
+    "PublishedRun",
     "PublishedTable",
     "Question",
     "PartAwareRetriever",

@@ -17,7 +17,10 @@ class PublishedRow:
 
     ``retriever`` names the harness configuration meant to reproduce the row (a retriever name as
     the leaderboard shows it, e.g. ``bm25`` or ``hybrid:bm25+dpr-multi``); rows without one are
-    shown beside results but never checked.
+    shown beside results but never checked. ``options`` are retriever parameters a result must
+    have to be compared with the row (e.g. ``{"checkpoint": "nq-t0-3b"}`` where one retriever
+    loads several published checkpoints); empty: any parameters. ``digits`` is the number of
+    decimals the row's values are printed with, where it differs from its table's.
     """
 
     system: str
@@ -26,12 +29,28 @@ class PublishedRow:
     part: str | None = None
     retriever: str | None = None
     note: str = ""
+    options: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    digits: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class PublishedTable:
     """A published table: ``name`` (unique, e.g. ``karpukhin2020-table2``), a title, the citation
-    every row is shown with, and the rows."""
+    every row is shown with, and the rows.
+
+    ``kind`` says how ``harness reproduce --check`` compares results with it (the rules are
+    :func:`harness.analysis.published.allowed_difference`):
+
+    - ``"paper"``: numbers printed in a paper, thesis, slides or README: a result may differ by
+      half a unit of the last printed digit (``digits`` decimals; 81.6 allows 0.05) plus
+      ``allowance`` points, which ``allowance_reason`` justifies in one line;
+    - ``"reproduction"``: a reproduction's own figures (pyserini's, or the harness's earlier
+      results): at most 0.02 points, pyserini's two-click reproduction check.
+
+    ``digits`` None: the most decimals any of a row's values shows. ``version`` names the
+    version of the source the numbers are copied from (arXiv version, repository commit and
+    date, thesis PDF, ...).
+    """
 
     name: str
     title: str
@@ -39,6 +58,11 @@ class PublishedTable:
     rows: tuple[PublishedRow, ...]
     url: str = ""
     note: str = ""
+    kind: str = "paper"
+    digits: int | None = None
+    allowance: float = 0.0
+    allowance_reason: str = ""
+    version: str = ""
     source: str = field(default="", compare=False)  # where the record was read from, for messages
 
     @property

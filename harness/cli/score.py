@@ -11,10 +11,10 @@ from harness.util.paths import default_results_dir
 
 
 @click.command("score")
-@click.option("--suite", "-s", required=True, help="Suite the run answers (see `harness list suites`).")
-@click.option("--run", "run_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The run file.")
-@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini"]), default=None, help="Run format (default: detected from the file).")
-@click.option("--name", default=None, help="Name for the leaderboard row (default: the file name).")
+@click.option("--suite", "-s", default=None, help="Suite the run answers (see `harness list suites`); a published run's own by default.")
+@click.option("--run", "run_file", required=True, metavar="FILE|NAME", help="The run file, or a published run's name (`harness list runs`; published:NAME always means the published run).")
+@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini", "upr", "rankify"]), default=None, help="Run format (default: detected from the file).")
+@click.option("--name", default=None, help="Name for the leaderboard row (default: the file name, or the published run's name).")
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
@@ -28,10 +28,14 @@ def score(
 ) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
 
-    Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON.
-    Passage text carried by the file is scored directly; otherwise passages are looked up in
-    the suite's corpus. With --rerank NAME each question's top --rerank-depth passages are
-    re-ranked first (-R KEY=VALUE sets the re-ranker's options).
+    Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON, UPR's
+    and Rankify's released runs; gzip and .tar.gz files are read as a stream. Passage text
+    carried by the file is scored directly; otherwise passages are looked up in the suite's
+    corpus. With --rerank NAME each question's top --rerank-depth passages are re-ranked first
+    (-R KEY=VALUE sets the re-ranker's options).
+
+    --run NAME scores a published run (fetched into the data folder if need be) on its suite. An
+    existing file of that name wins (with a warning); --run published:NAME always means the run.
     """
     from harness.results.report import format_result_table
     from harness.results.schema import check_results_dir, write_result
@@ -43,11 +47,26 @@ def score(
 
     reranker_options = parse_options(rerank_option, flag="--rerank-option")
     results_dir = check_results_dir(results_dir or default_results_dir())  # before any work
-    result = score_file(
-        suite, run_file, format=fmt, name=name, k=parse_k_option(k_values),
+    from harness.errors import HarnessError
+    from harness.runfiles.published import resolve_run_argument, score_published_run
+
+    published = resolve_run_argument(run_file, warn)
+    options = dict(
         metrics=list(metrics) or [DEFAULT_METRIC], warn=warn, rerank=rerank, rerank_options=reranker_options,
-        rerank_depth=rerank_depth, cache_dir=cache_dir, show_progress=not no_progress,
+        rerank_depth=rerank_depth, cache_dir=cache_dir,
     )
+    if published is not None:
+        if fmt is not None:
+            raise HarnessError(f"--format: published run {published.name!r} has its format in its spec ({published.format})")
+        result = score_published_run(
+            published, suite=suite, name=name, k=parse_k_option(k_values), progress=not no_progress, **options
+        )
+    else:
+        if suite is None:
+            raise click.UsageError("--suite is required with a run file")
+        result = score_file(
+            suite, Path(run_file), format=fmt, name=name, k=parse_k_option(k_values), show_progress=not no_progress, **options
+        )
     click.echo(format_result_table(result))  # shown even when the result cannot be written
     path = write_result(result, results_dir, replace=replace)
     click.echo(f"result written to {path}")

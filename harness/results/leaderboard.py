@@ -320,20 +320,30 @@ def _published_section(published: Sequence[PublishedTable]) -> str:
     out = [
         f"\n## Published numbers\n\n{len(published)} tables of top-k accuracy (percent) as printed in papers "
         "and reproduction reports, with their sources; rows naming a harness retriever are compared with "
-        "results by `harness reproduce --check` (tolerance 2 points). Papers' suite names are the harness's "
+        "results by `harness reproduce --check` (a reproduction's figures within 0.02 points; a paper's within "
+        "half a unit of the last printed digit plus the table's stated allowance). Papers' suite names are the harness's "
         "where it has the suite.\n"
     ]
+    from harness.analysis.published import printed_digits
+
     for table in sorted(published, key=lambda t: t.name):
         ks = sorted({k for row in table.rows for k in row.values})
         body = [
             [_cell(row.system), _cell(row.suite + (f" {row.part}" if row.part else ""))]
-            + [str(row.values[k]) if k in row.values else "–" for k in ks]
-            + [_cell(row.retriever or ""), _cell(row.note)]
+            + [f"{row.values[k]:.{printed_digits(table, row)}f}" if k in row.values else "–" for k in ks]
+            + [_cell(row.retriever or "") + "".join(f" {_cell(f'{key}={value}')}" for key, value in row.options.items()), _cell(row.note)]
             for row in table.rows
         ]
         headers = ["system", "suite"] + [f"top-{k}" for k in ks] + ["retriever", "note"]
         source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
         note = f"\n\n{_cell(table.note)}" if table.note else ""
+        if table.version:
+            source += f" ({_cell(table.version)})"
+        if table.kind == "reproduction":
+            note += "\n\nA reproduction's figures: results are compared within 0.02 points."
+        else:
+            allowance = f" plus {table.allowance:g} points ({_cell(table.allowance_reason)})" if table.allowance else ""
+            note += f"\n\nPrinted figures: results are compared within half a unit of the last printed digit{allowance}."
         out.append(
             f"\n<details><summary>{_cell(table.name)}: {_cell(table.title)}</summary>\n\n{source}{note}\n\n"
             + tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
@@ -343,7 +353,7 @@ def _published_section(published: Sequence[PublishedTable]) -> str:
 
 
 def _published_rows(published: Sequence[PublishedTable], suite: str, ks: Sequence[int]) -> list[list[str]]:
-    from harness.analysis.published import rows_for_suite
+    from harness.analysis.published import printed_digits, rows_for_suite
 
     rows = []
     for table, row in rows_for_suite(published, suite):
@@ -352,7 +362,7 @@ def _published_rows(published: Sequence[PublishedTable], suite: str, ks: Sequenc
         source = f"[{_cell(table.citation)}]({table.url})" if table.url else _cell(table.citation)
         rows.append(
             [f"*published:* {_cell(row.system)}", source]
-            + [str(row.values[k]) if k in row.values else "–" for k in ks]
+            + [f"{row.values[k]:.{printed_digits(table, row)}f}" if k in row.values else "–" for k in ks]
             + [_cell(table.name)]
         )
     return rows

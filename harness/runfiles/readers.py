@@ -1,7 +1,9 @@
 """Run files: read and score a retrieval run made elsewhere ("bring your own run"); writers are in
 :mod:`harness.runfiles.writers`.
 
-Three formats (PROTOCOL section 4):
+Formats (PROTOCOL section 4), the first three read here, ``upr-json`` and ``rankify-json`` (and
+any compressed file: gzip, or a member of a ``.tar.gz``) as a stream by
+:mod:`harness.runfiles.stream`:
 
 - ``trec``: ``qid Q0 docid rank score tag``, whitespace separated, one passage a line. A
   question's ranking is its lines sorted by the ``rank`` column (a stable sort: lines with equal
@@ -16,6 +18,13 @@ Three formats (PROTOCOL section 4):
   ``{qid: {"question", "answers", "contexts": [{"docid", "score", "has_answer", "text"?}]}}``,
   contexts best first. With ``--store-raw`` pyserini stores each passage's Lucene ``contents``,
   which for the DPR Wikipedia index is ``title + "\\n" + text``.
+
+- ``upr-json``: UPR's first-stage outputs, DPR's list shape with contexts ``{"id", "score"?,
+  "has_answer"}`` and no text (the suite's corpus gives the text); see :mod:`harness.runfiles.stream`.
+- ``rankify-json``: Rankify's released runs, DPR's list shape with integer ids, texts optional.
+
+Plain ``dpr-json`` and ``pyserini-json`` files are memory-mapped and decoded whole (fast, and the
+passage texts stay in the mapped file); compressed ones are streamed.
 
 Passage ids: DPR prefixes corpus ids with ``wiki:`` (``"wiki:123"``); readers of every format
 remove that prefix, so ids are the corpus's bare ids (``"123"``). Integer ids become strings.
@@ -73,7 +82,9 @@ from harness.errors import InputFileError
 from harness.api import Hit, Question, Suite
 from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_columns
 
-RUN_FORMATS = ("trec", "dpr-json", "pyserini-json")
+RUN_FORMATS = ("trec", "dpr-json", "pyserini-json", "upr-json", "rankify-json")
+#: Formats only read as a stream (:mod:`harness.runfiles.stream`).
+STREAMED_FORMATS = ("upr-json", "rankify-json")
 
 #: The prefix DPR puts before Wikipedia passage ids; readers remove it.
 WIKI_PREFIX = "wiki:"
@@ -484,14 +495,21 @@ def _gc_paused():
 _READERS = {"trec": _read_trec, "dpr-json": _read_dpr_json, "pyserini-json": _read_pyserini_json}
 
 
-def detect_format(path: str | Path) -> str:
-    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns)."""
+def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:
+    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns);
+    a compressed file is looked at decompressed."""
     path = Path(path)
-    try:
-        with open(path, encoding="utf-8-sig", errors="replace") as f:
-            head = f.read(65536)
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    if compression is not None:
+        from harness.runfiles.stream import open_stream
+
+        with open_stream(path, compression, member) as body:
+            head = body.read(65536).decode("utf-8-sig", errors="replace")
+    else:
+        try:
+            with open(path, encoding="utf-8-sig", errors="replace") as f:
+                head = f.read(65536)
+        except OSError as exc:
+            raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
     stripped = head.lstrip()
     if not stripped:
         raise InputFileError(path, "empty run file")
@@ -594,12 +612,18 @@ def read_run(
     *,
     format: str | None = None,
     allow_index: bool | None = None,
+    compression: str | None = None,
+    member: str | None = None,
+    keep: int | None = None,
 ) -> Run:
     """Read a run file and align it with a suite's questions (see the module notes for the rules).
 
     ``format`` is one of :data:`RUN_FORMATS`, or ``None`` to detect it. ``allow_index`` says
     whether qids may be positions into the questions; by default yes, except for a
-    :class:`Suite` with several parts. Every problem raises :class:`InputFileError` (one line).
+    :class:`Suite` with several parts. ``compression`` (``"gzip"``, ``"tar.gz"`` with ``member``;
+    detected when None) and the streamed formats are read by :func:`harness.runfiles.stream.read_streamed`,
+    which keeps each question's top ``keep`` hits (all when None). Every problem raises
+    :class:`InputFileError` (one line).
     """
     path = Path(path)
     if isinstance(questions, Suite):
@@ -609,11 +633,31 @@ def read_run(
     elif allow_index is None:
         allow_index = True
     questions = tuple(questions)
-    fmt = format or detect_format(path)
+    if compression is None:
+        from harness.runfiles.stream import detect_compression
+
+        compression = detect_compression(path)
+    fmt = format or detect_format(path, compression, member)
+    if fmt not in RUN_FORMATS:
+        raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
+    if compression is not None or fmt in STREAMED_FORMATS:
+        from harness.runfiles.stream import read_streamed, source_name
+
+        if fmt == "trec":
+            raise InputFileError(path, "a compressed TREC run is not supported: decompress it first")
+        with _gc_paused():
+            found, missing, mismatched = read_streamed(
+                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep
+            )
+            rankings = {
+                qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
+                for qid, hits in found.items()
+            }
+        return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=fmt, source=source_name(path, member))
     if fmt not in _READERS:
         raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
     with _gc_paused():
         return _align(_READERS[fmt](path), questions, path, fmt, allow_index)
 
 
-__all__ = ["RUN_FORMATS", "WIKI_PREFIX", "Run", "RunHit", "RunWarning", "detect_format", "read_run"]
+__all__ = ["RUN_FORMATS", "STREAMED_FORMATS", "WIKI_PREFIX", "Run", "RunHit", "RunWarning", "detect_format", "read_run"]

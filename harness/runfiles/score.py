@@ -19,11 +19,14 @@ from harness.evaluate import build_result, check_metrics, make_context, normaliz
 from harness.scoring.rerank import reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
-from harness.runfiles.readers import Run, RunHit, RunWarning, read_run
+from harness.runfiles.readers import STREAMED_FORMATS, Run, RunHit, RunWarning, read_run
 from harness.scoring.metrics import DEFAULT_METRIC
 
 #: ``--format`` spellings: the short names of ``harness score --format`` and the readers' own.
-FORMAT_ALIASES = {"trec": "trec", "dpr": "dpr-json", "dpr-json": "dpr-json", "pyserini": "pyserini-json", "pyserini-json": "pyserini-json"}
+FORMAT_ALIASES = {
+    "trec": "trec", "dpr": "dpr-json", "dpr-json": "dpr-json", "pyserini": "pyserini-json", "pyserini-json": "pyserini-json",
+    "upr": "upr-json", "upr-json": "upr-json", "rankify": "rankify-json", "rankify-json": "rankify-json",
+}
 
 
 def _sha256(path: Path) -> str:
@@ -48,6 +51,9 @@ def score_file(
     rerank_depth: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     show_progress: bool = True,
+    compression: str | None = None,
+    member: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The result document for ``run_file`` scored on ``suite`` with DPR's protocol.
 
@@ -58,13 +64,23 @@ def score_file(
     ``rerank_depth`` passages (default: the re-ranker's own depth) are re-ranked first
     (:func:`rerank_run`) and the result records the chain; ``cache_dir`` is the re-ranker's
     cache folder.
+
+    A compressed file (``compression``: ``"gzip"``, or ``"tar.gz"`` with the ``member`` to read;
+    detected from the file when None) and the ``upr-json`` and ``rankify-json`` formats are read as
+    a stream (:mod:`harness.runfiles.stream`): scored one question at a time, or, with ``rerank``,
+    kept to each question's top ``max(rerank_depth, largest cutoff)`` hits. ``parameters`` are
+    recorded with the retriever's (a published run's name and URL).
     """
+    from harness.runfiles.stream import detect_compression
+
     run_file = Path(run_file)
     fmt = None
     if format is not None:
         if format not in FORMAT_ALIASES:
-            raise HarnessError(f"--format must be one of trec, dpr, pyserini; got {format!r}")
+            raise HarnessError(f"--format must be one of trec, dpr, pyserini, upr, rankify; got {format!r}")
         fmt = FORMAT_ALIASES[format]
+    if compression is None:
+        compression = detect_compression(run_file)
     check_metrics(metrics)
     if rerank is None and (rerank_options or rerank_depth is not None):
         raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
@@ -78,7 +94,13 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
-    split = _score_split(run_file, loaded, fmt) if rerank is None else None
+    streamed = compression is not None or fmt in STREAMED_FORMATS
+    split = None
+    if rerank is None:
+        split = _score_streamed(run_file, loaded, fmt, compression, member) if streamed else _score_split(run_file, loaded, fmt)
+    keep = None
+    if streamed and rerank is not None:
+        keep = max(rerank_depth, *parse_k(k if k is not None else loaded.default_k))
     reranker = None
     if split is not None:
         run, sha256, depth = split.run, split.sha256, split.depth
@@ -93,7 +115,7 @@ def score_file(
             digest = pool.submit(_sha256, run_file)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RunWarning)
-                run = read_run(run_file, loaded, format=fmt)
+                run = read_run(run_file, loaded, format=fmt, compression=compression, member=member, keep=keep)
                 if rerank is not None:
                     timings["read"] = round(time.perf_counter() - start, 4)
                     start = time.perf_counter()
@@ -124,7 +146,7 @@ def score_file(
         retriever={
             "name": name or stem,
             "plugin": "run-file",
-            "parameters": {"run_file": run_file.name, "format": run.format, "sha256": sha256},
+            "parameters": {"run_file": run_file.name, "format": run.format, "sha256": sha256, **(parameters or {})},
         },
         ranks=ranks,
         ks=kept,
@@ -133,6 +155,26 @@ def score_file(
         timings=timings,
         reranker=reranker,
     )
+
+
+def _score_streamed(run_file: Path, suite: Suite, fmt: str | None, compression: str | None, member: str | None):
+    """:func:`harness.runfiles.stream.score_streamed`, with the file's sha256 computed meanwhile."""
+    from harness.runfiles.readers import detect_format
+    from harness.runfiles.split import SplitScore
+    from harness.runfiles.stream import score_streamed, source_name
+
+    fmt = fmt or detect_format(run_file, compression, member)
+    if fmt == "trec":
+        raise HarnessError(f"{run_file}: a compressed TREC run is not supported: decompress it first")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        digest = pool.submit(_sha256, run_file)
+        found = score_streamed(run_file, suite, fmt, compression=compression, member=member)
+        sha256 = digest.result()
+    run = Run(
+        rankings={q.id: () for q in suite.questions}, missing=found.missing, answer_mismatches=found.answer_mismatches,
+        format=fmt, source=source_name(run_file, member),
+    )
+    return SplitScore(run, found.ranks, found.depth, sha256)
 
 
 def _score_split(run_file: Path, suite: Suite, fmt: str | None):

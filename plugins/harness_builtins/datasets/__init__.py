@@ -3,7 +3,9 @@ TriviaQA, WebQuestions, CuratedTREC, SQuAD, EntityQuestions, ...) and in the fol
 ``$HARNESS_SPEC_PATH``; DPR's training sets (``training/``, ``harness train --data
 biencoder-nq-train``); the ``harness data`` command (fetch, verify, split, where); and the
 published numbers of the papers (``published/``, one TOML file per table), shown beside results
-and checked by ``harness reproduce``. Every user spec folder has the same layout.
+and checked by ``harness reproduce``; and the run files the papers' authors released (``runs/``,
+one TOML file per run: ``harness list runs``, ``harness score --run NAME``, ``harness reproduce
+--runs``). Every user spec folder has the same layout.
 
 Registering reads only the small TOML specs. Loading a suite fetches its question files (with
 checksums; see :mod:`harness.data.download`) and gives it a corpus that is opened, and if need be
@@ -60,6 +62,14 @@ def register_published(register):
 
     for table in published_tables(strict=strict_mode()):
         register(table)
+
+
+@hookimpl
+def register_published_runs(register):
+    from harness_builtins.datasets.catalog import published_runs
+
+    for run in published_runs(strict=strict_mode()):
+        register(run)
 
 
 @hookimpl

@@ -48,3 +48,14 @@ def published_tables(*, strict: bool = False) -> list:
                     raise
                 print(f"harness: warning: {error}; this table is skipped", file=sys.stderr)
     return tables
+
+
+def published_runs(*, strict: bool = False) -> list:
+    """Every published run spec of ``runs/`` in the built-in folder and in the folders of
+    ``$HARNESS_SPEC_PATH``; a malformed file is reported and left out (``strict``: raised)."""
+    from harness.runfiles.published import read_run_specs
+
+    def skip(error: InputFileError) -> None:
+        print(f"harness: warning: {error}; this run is skipped", file=sys.stderr)
+
+    return read_run_specs(spec_dirs(), on_error=None if strict else skip)

@@ -17,12 +17,14 @@ def _catalog():
     return catalog()
 
 
-def _suites(catalog, names: tuple[str, ...]):
-    """The suite specs among ``names`` (all when none is given); training set names are skipped,
-    any other name is an error."""
+def _suites(catalog, names: tuple[str, ...], runs: tuple[str, ...] = ()):
+    """The suite specs among ``names`` (all when none is given); training set and published run
+    names (``runs``) are skipped, any other name is an error."""
     for name in names:
-        if name not in catalog.suites and name not in catalog.training:
-            raise UnknownNameError("suite or training set with downloadable data", name, [*catalog.suites, *catalog.training])
+        if name not in catalog.suites and name not in catalog.training and name not in runs:
+            raise UnknownNameError(
+                "suite, training set or published run with downloadable data", name, [*catalog.suites, *catalog.training, *runs]
+            )
     if not names:
         return list(catalog.suites.values())
     return [catalog.suites[n] for n in names if n in catalog.suites]
@@ -52,17 +54,33 @@ def _fetched(label: str, result) -> str:
     return f"{label}: {state}, {pin}: {result.path}"
 
 
+def _published_runs() -> dict:
+    from harness import registry
+
+    return {run.name: run for run in registry.registry("runs")}
+
+
+def _check_unambiguous(catalog, runs: dict, names: tuple[str, ...]) -> None:
+    for name in names:
+        if name in runs and (name in catalog.suites or name in catalog.training):
+            kind = "suite" if name in catalog.suites else "training set"
+            raise HarnessError(f"{name!r} is both a {kind} and a published run ({runs[name].source}); rename one of the specs")
+
+
 @data.command("fetch")
 @click.argument("suites", nargs=-1, required=True)
 @click.option("--corpus", "with_corpus", is_flag=True, help="Also fetch and prepare each suite's corpus (DPR's Wikipedia is 13 GB).")
 @no_progress_option
 def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool) -> None:
-    """Download SUITES' question files, or training sets (harness list training-data), checksummed
-    and resumable, into the data folder."""
+    """Download SUITES' question files, training sets (harness list training-data) or published
+    runs (harness list runs), checksummed and resumable, into the data folder."""
+    from harness.runfiles.published import fetch_run
     from harness_builtins.datasets.loading import fetch_file, open_corpus
 
     catalog = _catalog()
-    for spec in _suites(catalog, suites):
+    runs = _published_runs()
+    _check_unambiguous(catalog, runs, suites)
+    for spec in _suites(catalog, suites, tuple(runs)):
         for part in spec.parts:
             click.echo(_fetched(f"{spec.name}/{part.name}", fetch_file(part.file, progress=not no_progress)))
         corpus = catalog.corpora[spec.corpus]
@@ -74,6 +92,9 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
             click.echo(f"{spec.name}: corpus {corpus.name} ({corpus.file.url}{size}) is fetched on first use or with --corpus")
     for spec in _training_sets(catalog, suites):
         click.echo(_fetched(spec.name, fetch_file(spec.file, progress=not no_progress)))
+    for name in suites:
+        if name in runs:
+            click.echo(_fetched(f"published run {name}", fetch_run(runs[name], progress=not no_progress)))
 
 
 @data.command("verify")

@@ -1,0 +1,522 @@
+"""Reading and scoring JSON runs as a stream: one question in memory at a time, compressed or not.
+
+Released runs are large: a top-1000 run with passage texts is gigabytes, and it comes gzip
+compressed or inside a ``.tar.gz``. The readers of :mod:`harness.runfiles.readers` map a plain file
+into memory; this module instead decompresses while it reads (``gzip``, or the one member of a
+tar archive that is asked for, read in place: nothing is extracted) and decodes the top-level JSON
+list or object one member at a time with the standard library's decoder over a sliding buffer.
+What is kept is bounded by one question's entry plus the read buffer (:data:`CHUNK`), not by the
+file:
+
+- :func:`score_streamed` computes each question's first-hit rank as its entry is read (matching
+  the texts the entry carries, or the suite corpus's where it carries none) and keeps only the
+  rank and the ranking's length;
+- :func:`read_streamed` builds a :class:`~harness.runfiles.readers.Run` of each question's top
+  ``keep`` hits (with their texts), for re-ranking.
+
+Formats (all JSON; see :mod:`harness.runfiles.readers` for ``dpr-json`` and ``pyserini-json``):
+
+- ``dpr-json``, ``pyserini-json``: as in :mod:`harness.runfiles.readers`, same checks.
+- ``upr-json``: UPR's first-stage files (``utils/download_data.py`` of
+  DevSinghSachan/unsupervised-passage-reranking): a list of ``{"question", "answers", "ctxs"}``
+  (``"contexts"`` is accepted too), contexts ``{"id", "score"?, "has_answer"}`` without text; ids
+  integers or strings; ``score`` may be absent in every context of a question, which then keeps
+  its file order (scores ``-1, -2, ...``). An object ``{qid: {"question", "answers",
+  "contexts"}}`` (UPR's BM25 files come from pyserini) is read as ``pyserini-json``, with ``docid``
+  or ``id``.
+- ``rankify-json``: Rankify's files (Hugging Face ``abdoelsayed/reranking-datasets`` and
+  ``-light``): DPR's list shape, ids integers or strings, contexts ``{"id", "score",
+  "has_answer", "title"?, "text"?}`` (the light files carry no text), an optional ``query_id``.
+
+List members answer the suite's questions by position (member *i* is question *i*, and its
+``question`` must equal the suite's), object members by qid (suite ids, or positions), as the
+one-piece readers do. Every problem is one :class:`~harness.errors.InputFileError` naming the file
+(``ARCHIVE (member NAME)`` for a tar member) and the line the offending member starts on.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import math
+import re
+import tarfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from harness.api import MatchMode, Question, Suite
+from harness.errors import HarnessError, InputFileError
+
+#: Bytes read (compressed) at a time; the buffer holds about this much plus one member.
+CHUNK = 4 << 20
+#: Run formats this module reads.
+STREAM_FORMATS = ("dpr-json", "pyserini-json", "upr-json", "rankify-json")
+COMPRESSIONS = ("gzip", "tar.gz")
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_INDEX = re.compile(r"[0-9]+")
+_WIKI = "wiki:"
+
+
+def detect_compression(path: str | Path) -> str | None:
+    """``"gzip"`` or ``"tar.gz"`` from the file's first bytes, or None for a plain file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(2)
+            if magic != b"\x1f\x8b":
+                return None
+            f.seek(0)
+            with gzip.GzipFile(fileobj=f) as inner:
+                head = inner.read(512)
+    except OSError as exc:
+        if isinstance(exc, (gzip.BadGzipFile, EOFError)) or "gzip" in str(exc).lower():
+            raise InputFileError(path, "not a valid gzip file") from None
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    except EOFError:
+        raise InputFileError(path, "truncated gzip file") from None
+    return "tar.gz" if len(head) >= 262 and head[257:262] == b"ustar" else "gzip"
+
+
+def source_name(path: str | Path, member: str | None) -> str:
+    """How messages name a run: the file, or ``ARCHIVE (member NAME)``."""
+    return f"{path} (member {member})" if member else str(path)
+
+
+@contextmanager
+def open_stream(path: str | Path, compression: str | None, member: str | None = None) -> Iterator[IO[bytes]]:
+    """The run's bytes, decompressed as they are read: the file itself, its gzip content, or the
+    regular-file member ``member`` of a tar archive (the only ``.json`` member when None)."""
+    path = Path(path)
+    if compression not in (None, *COMPRESSIONS):
+        raise ValueError(f"unknown compression {compression!r}; known: {', '.join(COMPRESSIONS)}")
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    try:
+        if compression is None:
+            yield raw
+        elif compression == "gzip":
+            with gzip.GzipFile(fileobj=raw) as body:
+                yield body
+        else:
+            try:
+                archive = tarfile.open(fileobj=raw, mode="r|gz")
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
+            with archive:
+                yield _tar_member(archive, path, member)
+    finally:
+        raw.close()
+
+
+def _tar_member(archive: tarfile.TarFile, path: Path, member: str | None) -> IO[bytes]:
+    seen = []
+    try:
+        for info in archive:
+            name = info.name.removeprefix("./")
+            seen.append(name)
+            wanted = name == member if member else name.endswith(".json")
+            if wanted:
+                if not info.isreg():
+                    raise InputFileError(path, f"member {name!r} is not a regular file")
+                body = archive.extractfile(info)
+                assert body is not None  # a regular file always has a body
+                return body
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
+    what = f"member {member!r}" if member else ".json member"
+    listed = ", ".join(repr(n) for n in seen[:5]) + (", ..." if len(seen) > 5 else "")
+    raise InputFileError(path, f"the archive has no {what} (members: {listed or 'none'})")
+
+
+class JsonMembers:
+    """The members of a top-level JSON list (``(None, value, line)``) or object (``(key, value,
+    line)``) read from a binary stream one at a time; ``line`` is where the member starts."""
+
+    def __init__(self, body: IO[bytes], name: str, chunk: int = CHUNK):
+        self.body, self.name, self.chunk = body, name, chunk
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self.buffer = ""
+        self.pos = 0
+        self.line = 1  # the line of buffer[0]
+        self.eof = False
+        self.json = json.JSONDecoder()
+        self.kind: str | None = None
+
+    def fail(self, problem: str, at: int | None = None) -> None:
+        at = self.pos if at is None else at
+        raise InputFileError(self.name, problem, line=self.line + self.buffer.count("\n", 0, at))
+
+    def _more(self, want: int) -> bool:
+        """Read at least ``want`` more characters unless the stream ends; False at the end."""
+        if self.eof:
+            return False
+        if self.pos:
+            self.line += self.buffer.count("\n", 0, self.pos)
+            self.buffer = self.buffer[self.pos :]
+            self.pos = 0
+        got = 0
+        while got < want and not self.eof:
+            try:
+                data = self.body.read(max(self.chunk, want - got))
+            except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:
+                self.fail(f"cannot read the run (corrupt or truncated compressed data: {exc})", len(self.buffer))
+            try:
+                text = self.decoder.decode(data, final=not data)
+            except UnicodeDecodeError:
+                self.fail("not UTF-8 text", len(self.buffer))
+            if not data:
+                self.eof = True
+            self.buffer += text
+            got += len(text)
+        return True
+
+    def _skip(self) -> str:
+        """Skip white space; the next character ("" at the end of the stream)."""
+        while True:
+            self.pos = _SPACE.match(self.buffer, self.pos).end()
+            if self.pos < len(self.buffer):
+                return self.buffer[self.pos]
+            if not self._more(self.chunk):
+                return ""
+
+    def _value(self) -> Any:
+        want = self.chunk
+        while True:
+            try:
+                value, end = self.json.raw_decode(self.buffer, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    self.fail(f"invalid JSON: {exc.msg}", exc.pos)
+                self._more(want)
+                want *= 2
+                continue
+            except RecursionError:
+                self.fail("JSON nested too deeply")
+            self.pos = end
+            return value
+
+    def __iter__(self) -> Iterator[tuple[str | None, Any, int]]:
+        first = self._skip()
+        if first not in ("[", "{"):
+            self.fail("empty run file" if not first else "expected a JSON list or object")
+        self.kind = "list" if first == "[" else "object"
+        close = "]" if first == "[" else "}"
+        self.pos += 1
+        count = 0
+        while True:
+            c = self._skip()
+            if c == close:
+                self.pos += 1
+                break
+            if count:
+                if c != ",":
+                    self.fail(f"invalid JSON: expected ',' or '{close}'" if c else "invalid JSON: the file ends inside the top-level value")
+                self.pos += 1
+                c = self._skip()
+            if not c:
+                self.fail("invalid JSON: the file ends inside the top-level value")
+            key = None
+            if close == "}":
+                if c != '"':
+                    self.fail("invalid JSON: expected a quoted key")
+                key = self._value()
+                if self._skip() != ":":
+                    self.fail("invalid JSON: expected ':'")
+                self.pos += 1
+                self._skip()
+            line = self.line + self.buffer.count("\n", 0, self.pos)
+            yield key, self._value(), line
+            count += 1
+        if self._skip():
+            self.fail("invalid JSON: extra data after the top-level value")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One question of a streamed run, checked: ids (bare strings), scores (floats, best first),
+    the text matched for each passage (None where the file has none) and its title."""
+
+    qid: str
+    question: str | None
+    answers: Any
+    ids: list[str]
+    scores: list[float]
+    texts: list[str | None]
+    titles: list[str | None]
+    flags: list[bool | None]
+    line: int
+    where: str
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def iter_entries(
+    body: IO[bytes], name: str, fmt: str, chunk: int = CHUNK
+) -> Iterator[Entry]:
+    """The checked entries of a run in ``fmt`` (one of :data:`STREAM_FORMATS`), in file order."""
+    if fmt not in STREAM_FORMATS:
+        raise ValueError(f"format {fmt!r} is not read as a stream; known: {', '.join(STREAM_FORMATS)}")
+    members = JsonMembers(body, name, chunk)
+    index = 0
+    for key, record, line in members:
+        shape = members.kind
+        if fmt in ("dpr-json", "rankify-json") and shape != "list":
+            raise InputFileError(name, f"expected a JSON list of {{\"question\", \"answers\", \"ctxs\"}} objects ({fmt})", line=1)
+        if fmt == "pyserini-json" and shape != "object":
+            raise InputFileError(name, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)', line=1)
+        if shape == "list":
+            qid, where = str(index), f"item {index}: "
+        else:
+            qid, where = key, f"question {key!r}: "
+        index += 1
+        yield _entry(record, qid, where, line, name, fmt, pyserini=shape == "object")
+
+
+def _entry(record: Any, qid: str, where: str, line: int, name: str, fmt: str, *, pyserini: bool) -> Entry:
+    def fail(problem: str) -> None:
+        raise InputFileError(name, where + problem, line=line)
+
+    if not isinstance(record, dict):
+        fail(f"expected an object, got {type(record).__name__}")
+    keys = ("contexts",) if fmt == "pyserini-json" else ("ctxs",) if fmt in ("dpr-json", "rankify-json") else ("ctxs", "contexts")
+    key = next((k for k in keys if k in record), None)
+    if key is None:
+        fail(f"missing {keys[0]!r} (the list of retrieved passages)")
+    contexts = record[key]
+    if not isinstance(contexts, list):
+        fail(f"{key!r} must be a list, got {type(contexts).__name__}")
+    id_keys = ("docid",) if fmt == "pyserini-json" else ("docid", "id") if pyserini else ("id",)
+    ids, scores, texts, titles, flags = [], [], [], [], []
+    scored = None
+    for i, ctx in enumerate(contexts):
+        at = f"{key}[{i}]: "
+        if not isinstance(ctx, dict):
+            fail(f"{at}must be an object, got {type(ctx).__name__}")
+        id_key = next((k for k in id_keys if k in ctx), None)
+        if id_key is None:
+            fail(f"{at}missing {id_keys[0]!r}")
+        pid = ctx[id_key]
+        if isinstance(pid, bool) or not isinstance(pid, (str, int)):
+            fail(f"{at}passage id must be a string or integer, got {type(pid).__name__}")
+        pid = str(pid)
+        if pid.startswith(_WIKI):
+            pid = pid[len(_WIKI) :]
+        if not pid:
+            fail(f"{at}empty passage id")
+        has_score = "score" in ctx and not (fmt == "upr-json" and ctx["score"] is None)
+        if scored is None:
+            scored = has_score
+        if has_score != scored:
+            fail(f"{at}{'missing' if scored else 'unexpected'} 'score': give every passage of a question a score, or none")
+        if has_score:
+            value = ctx["score"]
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                fail(f"{at}score must be a number, got {type(value).__name__}")
+            try:
+                score = float(value)
+            except ValueError:
+                fail(f"{at}score must be a number, got {_short(value)}")
+            if math.isnan(score):
+                fail(f"{at}score is NaN")
+        elif fmt == "upr-json":
+            score = float(-1 - i)
+        else:
+            fail(f"{at}missing 'score'")
+        text = ctx.get("text")
+        if text is not None and not isinstance(text, str):
+            fail(f"{at}'text' must be a string, got {type(text).__name__}")
+        flag = ctx.get("has_answer")
+        if flag is not None and not isinstance(flag, bool):
+            fail(f"{at}'has_answer' must be true or false, got {_short(flag)}")
+        if pyserini:
+            title = None
+            if text is not None:
+                parts = text.split("\n")
+                if len(parts) < 2:
+                    fail(f"{at}'text' has no newline: pyserini stores title + '\\n' + text and matches the second line")
+                title, text = parts[0], parts[1]
+        else:
+            title = ctx.get("title")
+            if title is not None and not isinstance(title, str):
+                fail(f"{at}'title' must be a string, got {type(title).__name__}")
+        ids.append(pid)
+        scores.append(score)
+        texts.append(text)
+        titles.append(title)
+        flags.append(flag)
+    question = record.get("question")
+    if question is not None and not isinstance(question, str):
+        fail(f"'question' must be a string, got {type(question).__name__}")
+    return Entry(qid=qid, question=question, answers=record.get("answers"), ids=ids, scores=scores, texts=texts,
+                 titles=titles, flags=flags, line=line, where=where)
+
+
+class _Aligner:
+    """Puts streamed entries on the suite's questions, with the one-piece readers' rules."""
+
+    def __init__(self, questions: Sequence[Question], name: str, allow_index: bool):
+        self.questions, self.name, self.allow_index = questions, name, allow_index
+        self.positions = {q.id: i for i, q in enumerate(questions)}
+        self.by: str | None = None  # "id" or "index" for object-shaped runs, fixed by the first entry
+        self.seen: dict[int, str] = {}
+        self.mismatched: list[str] = []
+
+    def target(self, entry: Entry, positional: bool) -> int:
+        n = len(self.questions)
+        if positional:
+            target = int(entry.qid)
+            if target >= n:
+                raise InputFileError(self.name, f"run has more than {n} questions, the suite has {n} (list runs are positional)", line=entry.line)
+        else:
+            as_id = entry.qid in self.positions
+            as_index = self.allow_index and _INDEX.fullmatch(entry.qid) is not None and int(entry.qid) < n
+            if self.by is None:
+                self.by = "id" if as_id else "index" if as_index else None
+            if self.by == "id" and as_id:
+                target = self.positions[entry.qid]
+            elif self.by == "index" and as_index:
+                target = int(entry.qid)
+            elif (as_id or as_index) and self.by is not None:
+                raise InputFileError(self.name, f"qids mix suite question ids and positions ({entry.qid!r}); use one or the other", line=entry.line)
+            else:
+                how = f"nor a position 0..{n - 1} into its questions" if self.allow_index else "and positions are not used for multi-part suites"
+                raise InputFileError(self.name, f"unknown question id {entry.qid!r}: not a question id of the suite, {how}", line=entry.line)
+        question = self.questions[target]
+        if target in self.seen:
+            raise InputFileError(self.name, f"question {entry.qid!r} and {self.seen[target]!r} are the same suite question {question.id!r}", line=entry.line)
+        self.seen[target] = entry.qid
+        if entry.question is not None and entry.question.replace("\u2019", "'") != question.text.replace("\u2019", "'"):
+            raise InputFileError(
+                self.name,
+                f"{entry.where}question {_short(entry.question)} does not match the suite's question {question.id!r} "
+                f"{_short(question.text)} (is this run for another question set?)",
+                line=entry.line,
+            )
+        if entry.answers is not None and (not isinstance(entry.answers, list) or tuple(entry.answers) != tuple(question.answers)):
+            self.mismatched.append(question.id)
+        return target
+
+    def missing(self) -> tuple[str, ...]:
+        return tuple(q.id for i, q in enumerate(self.questions) if i not in self.seen)
+
+
+def _checked(entry: Entry, question: Question, name: str) -> None:
+    from harness.scoring.rankings import check_columns
+
+    try:
+        check_columns(entry.ids, entry.scores, question=question.id, source=name)
+    except HarnessError as exc:
+        raise InputFileError(name, f"{entry.where}{str(exc).split(': ', 1)[-1]}", line=entry.line) from None
+
+
+@dataclass(frozen=True)
+class StreamScore:
+    """What :func:`score_streamed` found: each suite question's first-hit rank, the deepest
+    ranking's length, the suite questions the file lacks and those whose answers differ."""
+
+    ranks: list[int | None]
+    depth: int
+    missing: tuple[str, ...]
+    answer_mismatches: tuple[str, ...]
+
+
+def _passages(suite: Suite | None, corpus_lookup: Callable[[str], str] | None):
+    if corpus_lookup is not None:
+        return corpus_lookup
+    if suite is None:
+        return None
+
+    def lookup(passage_id: str) -> str:
+        try:
+            return suite.corpus.get(passage_id).text
+        except KeyError:
+            raise HarnessError(f"the run names passage {passage_id!r}, which is not in corpus {suite.corpus.name!r}") from None
+
+    return lookup
+
+
+def score_streamed(
+    path: str | Path,
+    suite: Suite,
+    fmt: str,
+    *,
+    compression: str | None = None,
+    member: str | None = None,
+    allow_index: bool | None = None,
+    chunk: int = CHUNK,
+) -> StreamScore:
+    """Read, align, check and score a run one question at a time (see the module notes). A
+    passage the file carries no text for is matched on its text in the suite's corpus."""
+    from harness.scoring.ranks import first_hit_ranks
+
+    name = source_name(path, member)
+    questions = suite.questions
+    aligner = _Aligner(questions, name, len(suite.parts) == 1 if allow_index is None else allow_index)
+    ranks: list[int | None] = [None] * len(questions)
+    depth = 0
+    corpus_text = _passages(suite, None)
+    mode: MatchMode = suite.match
+    with open_stream(path, compression, member) as body:
+        for entry in iter_entries(body, name, fmt, chunk):
+            target = aligner.target(entry, positional=entry.where.startswith("item "))
+            question = questions[target]
+            _checked(entry, question, name)
+            texts = entry.texts
+
+            def lookup(position: int, _texts=texts, _ids=entry.ids) -> str:
+                text = _texts[position]
+                return text if text is not None else corpus_text(_ids[position])
+
+            (rank,) = first_hit_ranks([question], [range(len(entry.ids))], lookup, mode=mode)
+            ranks[target] = rank
+            depth = max(depth, len(entry.ids))
+    return StreamScore(ranks=ranks, depth=depth, missing=aligner.missing(), answer_mismatches=tuple(aligner.mismatched))
+
+
+def read_streamed(
+    path: str | Path,
+    questions: Sequence[Question],
+    fmt: str,
+    *,
+    compression: str | None = None,
+    member: str | None = None,
+    allow_index: bool = True,
+    keep: int | None = None,
+    chunk: int = CHUNK,
+):
+    """The file's rankings ``{suite question id: [(id, score, title, text, has_answer), ...]}``
+    (every suite question, empty where the file lacks it), each cut to its top ``keep`` hits (all
+    when None) as it is read, so memory is bounded by ``keep`` and not by the file; with the
+    missing questions and those whose answers differ
+    (:func:`harness.runfiles.readers.read_run` makes a ``Run`` of them)."""
+    name = source_name(path, member)
+    questions = tuple(questions)
+    aligner = _Aligner(questions, name, allow_index)
+    rankings: dict[str, tuple] = {q.id: () for q in questions}
+    with open_stream(path, compression, member) as body:
+        for entry in iter_entries(body, name, fmt, chunk):
+            target = aligner.target(entry, positional=entry.where.startswith("item "))
+            question = questions[target]
+            _checked(entry, question, name)
+            stop = len(entry.ids) if keep is None else min(keep, len(entry.ids))
+            rankings[question.id] = list(
+                zip(entry.ids[:stop], entry.scores[:stop], entry.titles[:stop], entry.texts[:stop], entry.flags[:stop])
+            )
+    return rankings, aligner.missing(), tuple(aligner.mismatched)
+
+
+__all__ = [
+    "CHUNK", "COMPRESSIONS", "STREAM_FORMATS", "Entry", "JsonMembers", "StreamScore", "detect_compression",
+    "iter_entries", "open_stream", "read_streamed", "score_streamed", "source_name",
+]
