@@ -132,3 +132,39 @@ def test_option_values_out_of_range_are_one_line(tiny, data, tmp_path, capsys): 
     assert main(["train", "--variant", "dpr", "--data", f"{data}:1e15", "--model", str(tiny), "--output", str(tmp_path / "x")]) == 2
     assert _one_line(capsys) == f"harness: error: --data {data}: the weight must be a number > 0 and <= 1000, got 1000000000000000.0"
     assert not (tmp_path / "x").exists()
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("damage", ["optimizer", "weights", "rng", "foreign-class", "json"])
+def test_a_damaged_checkpoint_is_one_line_naming_it_and_the_sound_one_before(tiny, data, tmp_path, capsys, damage):  # noqa: F811
+    out = tmp_path / "cut"
+    _interrupted(tiny, data, out)
+    last = out / "checkpoints" / "checkpoint-3"
+    if damage == "optimizer":
+        _truncate(last / "optimizer.pt")
+    elif damage == "weights":
+        _truncate(next(last.rglob("model.safetensors")))
+    elif damage == "rng":
+        _truncate(last / "rng_state.pth")
+    elif damage == "foreign-class":
+        modules = json.loads((last / "modules.json").read_text())
+        modules[0]["type"] = "evil.Payload"
+        (last / "modules.json").write_text(json.dumps(modules))
+    else:
+        (last / "router_config.json").write_text("{not json")
+    capsys.readouterr()
+    assert train(tiny, data, out, "dpr", "--save-steps", "1", "--resume") == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"harness: error: {last} is damaged ("), line
+    assert line.endswith(f"the newest sound checkpoint before it is checkpoint-2: move checkpoint-3 out of "
+                         f"{out / 'checkpoints'} and --resume again"), line
+    if damage == "foreign-class":
+        assert "'evil.Payload'" in line
+    # taking the advice resumes
+    shutil.move(str(last), str(tmp_path / "checkpoint-3"))
+    assert train(tiny, data, out, "dpr", "--save-steps", "1", "--resume") == 0
+    assert json.loads((out / "harness_training.json").read_text())["steps"] == 3

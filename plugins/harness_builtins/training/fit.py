@@ -22,6 +22,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -534,15 +535,16 @@ def _has_optimizer(path: Path) -> bool:
     return all((path / f"optimizer_0_rank{r}.bin").is_file() for r in range(world))
 
 
-def last_complete_checkpoint(checkpoints: Path) -> Path | None:
-    """The newest ``checkpoint-N`` holding the trainer state, optimizer and scheduler; a
-    checkpoint cut short by a kill is skipped (with a warning), so a resume never reads it."""
+def last_complete_checkpoint(checkpoints: Path, before: int | None = None, *, quiet: bool = False) -> Path | None:
+    """The newest ``checkpoint-N`` (``N < before`` when given) holding the trainer state,
+    optimizer and scheduler; a checkpoint cut short by a kill is skipped (with a warning), so a
+    resume never reads it."""
     from harness.errors import warn
 
     found = []
     for path in checkpoints.glob("checkpoint-*") if checkpoints.is_dir() else []:
         step = path.name.removeprefix("checkpoint-")
-        if step.isdigit() and path.is_dir():
+        if step.isdigit() and path.is_dir() and (before is None or int(step) < before):
             found.append((int(step), path))
     for step, path in sorted(found, reverse=True):
         if all((path / name).is_file() for name in _CHECKPOINT_FILES) and _has_optimizer(path):
@@ -552,19 +554,87 @@ def last_complete_checkpoint(checkpoints: Path) -> Path | None:
                 state = None
             if isinstance(state, dict) and state.get("global_step") == step:
                 return path
-        warn(f"{path} is incomplete (cut short?); resuming from an earlier checkpoint")
+        if not quiet:
+            warn(f"{path} is incomplete (cut short?); resuming from an earlier checkpoint")
+    return None
+
+
+#: Where the classes a sentence-transformers checkpoint names may come from (loading one imports it).
+_MODULE_PREFIXES = ("sentence_transformers.",)
+
+
+def _named_types(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "type" and isinstance(item, str):
+                yield item
+            else:
+                yield from _named_types(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _named_types(item)
+
+
+def checkpoint_damage(path: Path) -> str | None:
+    """What is wrong with a complete-looking checkpoint, or None: a JSON file that does not
+    parse, a ``modules.json``/``router_config.json`` naming a class outside sentence-transformers
+    (loading it would import that code), a safetensors file whose header or length is wrong, or a
+    torch file (optimizer, scheduler, RNG state, arguments) whose zip records fail their CRC."""
+    import zipfile
+
+    from safetensors import safe_open
+
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        name = file.relative_to(path).as_posix()
+        try:
+            if file.suffix == ".json":
+                data = json.loads(file.read_text(encoding="utf-8"))
+                if file.name in ("modules.json", "router_config.json"):
+                    foreign = next((t for t in _named_types(data) if not t.startswith(_MODULE_PREFIXES)), None)
+                    if foreign is not None:
+                        return f"{name} names the class {foreign!r}, which is not sentence-transformers'"
+            elif file.suffix == ".safetensors":
+                with safe_open(str(file), framework="pt") as handle:
+                    for key in handle.keys():
+                        handle.get_slice(key)
+            elif file.suffix in (".pt", ".pth", ".bin"):
+                with zipfile.ZipFile(file) as archive:
+                    bad = archive.testzip()
+                if bad is not None:
+                    return f"{name}: the record {bad!r} fails its CRC check"
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return f"{name}: {' '.join(str(exc).split())[:160] or type(exc).__name__}"
+        except (zipfile.BadZipFile, EOFError) as exc:
+            return f"{name}: not a complete torch file ({' '.join(str(exc).split())[:120]})"
+        except Exception as exc:  # safetensors raises its own error type for a bad header
+            if type(exc).__module__.split(".")[0] != "safetensors" and type(exc).__name__ != "SafetensorError":
+                raise
+            return f"{name}: {' '.join(str(exc).split())[:160]}"
     return None
 
 
 def resume_checkpoint(checkpoints: Path) -> Path | None:
     """The checkpoint ``--resume`` continues from; none when no checkpoint was written yet. When
     checkpoints exist but none is complete the run cannot resume: a one-line error, never a silent
-    restart from step 0."""
+    restart from step 0. A complete-looking checkpoint whose files are damaged
+    (:func:`checkpoint_damage`) is one line naming it and the newest sound one before it."""
     found = last_complete_checkpoint(checkpoints)
     if found is None and checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*")):
         raise HarnessError(f"{checkpoints}: no complete checkpoint to resume from (each lacks its trainer state, scheduler or "
                            "optimizer); delete the folder to start over")
-    return found
+    if found is None:
+        return None
+    problem = checkpoint_damage(found)
+    if problem is None:
+        return found
+    older = found
+    while True:
+        older = last_complete_checkpoint(checkpoints, int(older.name.split("-")[1]), quiet=True)
+        if older is None or checkpoint_damage(older) is None:
+            break
+    offer = (f"the newest sound checkpoint before it is {older.name}: move {found.name} out of {checkpoints} and --resume again"
+             if older is not None else "no sound checkpoint precedes it: delete the folder to start over")
+    raise HarnessError(f"{found} is damaged ({problem}); {offer}")
 
 
 def truncate_log(log_path: Path, step: int) -> None:
