@@ -386,3 +386,13 @@ def test_a_users_warmup_ratio_beats_the_variants_warmup_steps():
     ratio = resolve_settings(variant="qsft", given={"warmup_ratio": 0.1}, **fixed)
     assert ratio.warmup_steps is None and ratio.warmup_ratio == 0.1
     assert resolve_settings(variant="qsft", given={"warmup_ratio": 0.1, "warmup_steps": 7}, **fixed).warmup_steps == 7
+
+
+def test_retrieve_k_beyond_the_corpus_is_one_line_before_training(tiny, tmp_path, monkeypatch, capsys):
+    """The demo corpus has 7,903 passages: --retrieve-k 10000 is refused before the index is built
+    or a step trained, and the output is left as it was (here: not there)."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    assert _train(tiny, tmp_path / "qsft", "qsft", "--max-steps", "1", "--retrieve-k", "10000") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "harness: error: --retrieve-k 10000 is more than the 7,903 passages of demo's corpus; give at most 7,903"
+    assert not (tmp_path / "qsft").exists()

@@ -348,6 +348,10 @@ def _in_loop_loss(settings: TrainSettings, prepared: Prepared, model, loss_modul
     from harness_builtins.training.inloop import InLoopIndex, in_loop_loss
 
     searched = registry.load("suites", prepared.corpus_suite, {}).value
+    size = len(searched.corpus)
+    if prepared.in_loop.k > size:
+        raise HarnessError(f"--retrieve-k {prepared.in_loop.k} is more than the {size:,} passages of {prepared.corpus_suite}'s "
+                           f"corpus; give at most {size:,}")
     index = InLoopIndex(searched.corpus, root=cache_dir() / "dense", format=settings.format, sep=sep,
                         shard_size=settings.index_shard_size, progress=settings.progress)
     loss = in_loop_loss(model, loss_module, index, prepared.usable, k=prepared.in_loop.k, format=settings.format, sep=sep,
