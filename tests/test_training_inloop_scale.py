@@ -392,11 +392,11 @@ def test_a_frozen_passage_side_keeps_its_index(tmp_path):
     assert [p.name for p in root.iterdir()] == [folder_of(root, 0)]
 
 
-def test_a_resumed_run_re_embeds_when_its_index_was_deleted(tmp_path, monkeypatch):
-    """The trainer's checkpoint path (fit.save_in_loop / restore_in_loop): a checkpoint naming
-    the current index resumes on it; one naming an index deleted since by a re-embedding is not
-    restored, so the run embeds the corpus anew, and that re-embedding deletes what the
-    checkpoint named when this run made it."""
+def test_a_resumed_run_searches_its_checkpoints_index_and_re_embeds_when_it_is_gone(tmp_path, monkeypatch):
+    """The trainer's checkpoint path (fit.save_in_loop / restore_in_loop): a checkpoint naming an
+    index resumes on it, also after a later re-embedding replaced it (the newest checkpoint's index
+    is kept until a newer checkpoint names another, then deleted); one naming an index that is gone
+    is not restored, so the run embeds the corpus anew."""
     from types import SimpleNamespace
 
     from harness_builtins.training.fit import restore_in_loop, save_in_loop
@@ -410,19 +410,27 @@ def test_a_resumed_run_re_embeds_when_its_index_was_deleted(tmp_path, monkeypatc
     early = tmp_path / "checkpoint-3"
     early.mkdir()
     save_in_loop(early, index, loss_module)
-    resumed = make_index(root)
+    index.build(Versioned(2), step=4)  # v1 stays: checkpoint-3 searches it
+    assert sorted(p.name for p in root.iterdir()) == sorted([folder_of(root, 1), folder_of(root, 2)])
+
+    resumed = make_index(root)  # a crash after step 4, resumed from step 3: the index it searched
     assert restore_in_loop(early, resumed, loss_module) is True
-    assert resumed.cache.path.name == folder_of(root, 1) and resumed.builds == index.builds
-    resumed.build(Versioned(2), step=4)  # the resumed run goes on: v1 is replaced, and deleted
+    assert resumed.cache.path.name == folder_of(root, 1) and resumed.builds == index.builds[:2]
+    resumed.build(Versioned(2), step=4)  # the same re-embedding as before the crash: found in the cache
+    assert resumed.builds[-1]["reused"] and sorted(p.name for p in root.iterdir()) == sorted([folder_of(root, 1), folder_of(root, 2)])
+    later = tmp_path / "checkpoint-6"
+    later.mkdir()
+    save_in_loop(later, resumed, loss_module)  # the newest checkpoint names v2: v1 goes
     assert sorted(p.name for p in root.iterdir()) == [folder_of(root, 2)]
 
-    again = make_index(root)  # a crash after step 4, resumed from step 3: v1 is gone
+    again = make_index(root)  # resumed from the older checkpoint-3: v1 is gone
     assert restore_in_loop(early, again, loss_module) is False and again.cache is None
     again.build(Versioned(3), step=3)  # embedded anew with the checkpoint's weights
-    # v2 is left by the run that crashed (no checkpoint names it)
     assert sorted(p.name for p in root.iterdir()) == sorted([folder_of(root, 2), folder_of(root, 3)])
     again.discard()
     assert sorted(p.name for p in root.iterdir()) == [folder_of(root, 2)]
+    resumed.discard()  # the end of training: nothing resumes it, nothing it made stays
+    assert sorted(p.name for p in root.iterdir()) == []
 
     # a checkpoint naming the starting index this run made, damaged since: not restored, and
     # deleted by the re-embedding that replaces it

@@ -478,6 +478,8 @@ def save_in_loop(checkpoint: Path, index, loss_module) -> None:
     if checkpoint.is_dir():
         counts = {"skipped": int(loss_module.skipped), "seen": int(loss_module.seen)} if hasattr(loss_module, "skipped") else None
         write_text_atomic(_in_loop_state_file(checkpoint), json.dumps({"index": index.state(), "counts": counts}) + "\n")
+        if hasattr(index, "pin"):
+            index.pin()  # the index this checkpoint searches stays until a newer checkpoint's
 
 
 def restore_in_loop(checkpoint: Path | None, index, loss_module) -> bool:

@@ -7,10 +7,13 @@ verified when opened). Its cache key is a digest of the passage side's weights
 (:func:`passage_weights_digest`), the passage format and length: a frozen passage encoder finds
 the embeddings made by an earlier run (one run per question distribution shares one index).
 
-**One copy on disk.** A re-embedding after training steps makes a new index (another key); the
-one it replaces is deleted *before* the new one is written, so a run never holds more than one
-copy of the corpus's embeddings that it made (30 GiB at DPR's 21M passages), besides a starting
-index it found in the cache:
+**At most two copies on disk.** A re-embedding after training steps makes a new index (another
+key); the one it replaces is deleted *before* the new one is written, unless the newest training
+checkpoint searches it (:meth:`InLoopIndex.pin`: a resumed run must search the very index its
+checkpoint did, or it would not train what the uninterrupted run trained). So a run holds at most
+two copies of the corpus's embeddings that it made (30 GiB each at DPR's 21M passages): the one it
+searches and the one its newest checkpoint names, which is deleted when a newer checkpoint names
+another; besides a starting index it found in the cache:
 
 - a frozen passage side (QSFT) always finds its own key again: its index is never replaced nor
   deleted, and stays in the cache for the next run over the same passage encoder;
@@ -22,8 +25,8 @@ index it found in the cache:
   and after the last step (:meth:`InLoopIndex.discard`).
 
 A resumed run searches the index its checkpoint names (:meth:`InLoopIndex.restore`); when that
-one was deleted since (replaced by a later re-embedding), it embeds the corpus anew with the
-checkpoint's weights.
+one is gone (the run resumes from an older checkpoint than its newest, or the files were deleted
+by hand), it embeds the corpus anew with the checkpoint's weights.
 
 **Sharded across processes.** Under ``torchrun`` every rank encodes the cache shards it owns
 (shard ``s`` belongs to rank ``s mod world``) and holds only those in memory (on its own device:
@@ -257,6 +260,7 @@ class InLoopIndex:
         self._first: Path | None = None  # the starting index (the first build's, or the checkpoint's)
         self._first_reused = True  # found in the cache (an earlier run's): it stays
         self._orphan: Path | None = None  # a checkpoint's index that could not be restored
+        self._pinned: Path | None = None  # the index the newest training checkpoint searches
         self._slice: list[tuple[int, Any]] = []  # (first row, vectors) per held shard (CPU)
         self._flat: Any = None  # on a GPU: this rank's rows as one exact flat index
         self._global = np.zeros(0, np.int64)  # its row -> the cache's row
@@ -297,8 +301,18 @@ class InLoopIndex:
             self._first, self._first_reused = result.path, self.builds[-1]["reused"]
 
     def _deletable(self, path: Path) -> bool:
-        """Whether this run may delete ``path``: a mid-training index, or a starting one it made."""
-        return path != self._first or not self._first_reused
+        """Whether this run may delete ``path``: a mid-training index, or a starting one it made,
+        that no training checkpoint searches."""
+        return path != self._pinned and (path != self._first or not self._first_reused)
+
+    def pin(self) -> None:
+        """A training checkpoint was saved searching the current index: keep it until a newer
+        checkpoint searches another (then the one pinned before is deleted, when this run may)."""
+        current = self.cache.path if self.cache is not None else None
+        before, self._pinned = self._pinned, current
+        rank, _ = _group()
+        if before is not None and before != current and rank == 0 and self._deletable(before):
+            shutil.rmtree(before, ignore_errors=True)
 
     def _replace(self, target: Path) -> None:
         """Before embedding into ``target``: stop holding the index searched so far and, when
@@ -378,12 +392,16 @@ class InLoopIndex:
             return False
         self._hold(cache)
         self.builds = builds
+        self._pinned = cache.path
         return True
 
     def discard(self) -> None:
         """Delete the current embeddings when they were made during training (after the last
         step nothing uses them); the starting ones stay in the cache."""
         rank, _ = _group()
+        pinned, self._pinned = self._pinned, None  # training is over: no checkpoint resumes it
+        if pinned is not None and rank == 0 and (self.cache is None or pinned != self.cache.path) and self._deletable(pinned):
+            shutil.rmtree(pinned, ignore_errors=True)
         if self.cache is not None and self.cache.path != self._first:
             path = self.cache.path
             self._drop()
