@@ -1,9 +1,13 @@
 """Reading passage sources for the corpus store: DPR's TSV (``id\ttext\ttitle``, CSV-quoted) and
 JSONL (``{"id", "title", "text"}``), plain or gzipped, streamed row by row with the line each row
-starts on, so that every problem is reported as ``file:line: problem``."""
+starts on, so that every problem is reported as ``file:line: problem``.
+
+Text is decoded in large chunks, so the line being read when the decoder fails is not the line of
+the bad byte; :func:`not_utf8` finds that line by scanning the file's bytes again (only then)."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import gzip
@@ -23,6 +27,56 @@ FORMATS: tuple[str, ...] = ("dpr-tsv", "jsonl")
 DPR_TSV_HEADER: tuple[str, ...] = ("id", "text", "title")
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_SCAN_CHUNK = 1 << 20
+
+
+def first_bad_utf8(path: str | Path) -> tuple[int, int] | None:
+    """``(line, byte)``, both 1-based, of the first byte of ``path`` (its content, when gzipped)
+    that is not valid UTF-8, or None when there is none (or the file cannot be read again). Lines
+    end at ``\\n``; memory stays at one chunk whatever the file's size."""
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with raw:
+        try:
+            compressed = raw.read(2) == _GZIP_MAGIC
+            raw.seek(0)
+            stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+            pending = b""  # the bytes of an incomplete character at the end of the previous chunk
+            offset = 0  # bytes of the file before ``pending``
+            newlines = 0  # line ends before ``offset``
+            line_start = 0  # where the current line starts
+            while True:
+                chunk = stream.read(_SCAN_CHUNK)
+                data = pending + chunk
+                try:
+                    _, used = codecs.utf_8_decode(data, "strict", not chunk)
+                except UnicodeDecodeError as exc:
+                    bad = exc.start
+                    last = data.rfind(b"\n", 0, bad)
+                    if last >= 0:
+                        line_start = offset + last + 1
+                    return newlines + data.count(b"\n", 0, bad) + 1, offset + bad - line_start + 1
+                newlines += data.count(b"\n", 0, used)
+                last = data.rfind(b"\n", 0, used)
+                if last >= 0:
+                    line_start = offset + last + 1
+                pending, offset = data[used:], offset + used
+                if not chunk:
+                    return None
+        except (OSError, EOFError, zlib.error):
+            return None
+
+
+def not_utf8(path: str | Path, *, line: int | None = None) -> InputFileError:
+    """The error for a file whose bytes are not all UTF-8: ``file:LINE: not UTF-8 text (byte N of
+    the line)`` with the true line of the first bad byte (``line``, the reader's guess, only when
+    the file cannot be scanned again)."""
+    found = first_bad_utf8(path)
+    if found is None:
+        return InputFileError(path, "not UTF-8 text", line=line)
+    return InputFileError(path, f"not UTF-8 text (byte {found[1]} of the line)", line=found[0])
 
 
 
@@ -97,7 +151,7 @@ def _tsv_rows(path: Path, stream: io.TextIOBase) -> Iterator[tuple[int, str, str
     except csv.Error as exc:
         raise InputFileError(path, f"bad CSV: {exc}", line=previous + 1) from None
     except UnicodeDecodeError:
-        raise InputFileError(path, "not UTF-8 text", line=previous + 1) from None
+        raise not_utf8(path, line=previous + 1) from None
 
 
 def _jsonl_rows(path: Path, stream: io.TextIOBase) -> Iterator[tuple[int, str, str, str]]:
@@ -135,7 +189,7 @@ def _jsonl_rows(path: Path, stream: io.TextIOBase) -> Iterator[tuple[int, str, s
                 raise InputFileError(path, f'"title" must be a string, got {type(title).__name__}', line=line)
             yield line, passage_id, title, text
     except UnicodeDecodeError:
-        raise InputFileError(path, "not UTF-8 text", line=line + 1) from None
+        raise not_utf8(path, line=line + 1) from None
 
 
 def line_of_rows(path: Path, format: str, rows: Iterable[int]) -> dict[int, int]:

@@ -16,9 +16,15 @@ Its guarantees:
   status-change time (``ctime``), and are re-hashed whenever any of those differs. An edit in place
   that keeps the size and restores the modification time still changes the ``ctime`` (the kernel
   sets it on every write and on ``utime``), so it is caught too. :func:`verify` (``harness data
-  verify``) always re-hashes every file and refreshes or drops the record.
+  verify``) always re-hashes every file; a file found bad keeps its recorded digest but loses the
+  stat fields that let a later use skip the hash.
 - **No pinned checksum?** Some upstream files publish none. Then the computed sha256 is returned
   (``FetchResult.sha256``, with ``verified=False``) and a warning is logged so it can be recorded.
+  The digest of the first download (or of the first use of a file put there by hand) is recorded
+  in ``.NAME.verified`` and stays the reference: every later use and :func:`verify` compare the
+  file with it, so a file changed afterwards is a :class:`ChecksumError` naming the recorded and
+  the found digest, never re-recorded as the good one. Only a fresh download replaces the record
+  (delete the file to get one); a damaged record of such a file is an error too.
 - **Streamed and resumable.** The body is copied in 1 MiB chunks (constant memory). An existing
   ``NAME.part`` is continued with ``Range: bytes=N-``: a ``206`` whose ``Content-Range`` starts at
   ``N`` is appended; a server that ignores ``Range`` (``200``) or answers an inconsistent range
@@ -191,20 +197,24 @@ def verify(path: str | os.PathLike, *, sha256: str | None, size: int | None = No
         actual_size = path.stat().st_size
     except FileNotFoundError:
         raise DownloadError(f"{path} is missing") from None
+    first = _first_record(path) if sha256 is None else None
     if size is not None and actual_size != size:
-        _forget(path)
+        _distrust(path)
         raise ChecksumError(
             f"{path} has {actual_size} bytes, expected {size}: it is corrupt or incomplete; "
             "delete it and download it again"
         )
     actual = sha256_file(path, progress=progress)
     if sha256 is not None and actual != sha256.lower():
-        _forget(path)
+        _distrust(path)
         raise ChecksumError(
             f"{path} does not match its pinned checksum (expected sha256 {sha256}, got {actual}): "
             "it is corrupt or not the right file; delete it and download it again"
         )
-    _remember(path, actual)
+    if first is not None and actual != first:
+        _distrust(path)
+        raise _changed(path, first, actual)
+    _remember(path, actual, trusted=sha256 is not None)
 
 
 def fetch(
@@ -268,7 +278,7 @@ def fetch(
             raise DownloadError(f"cannot write {final}: {exc}") from None
         finally:
             partial.discard_if_empty()
-    _remember(final, digest)
+    _remember(final, digest, trusted=True)  # a fresh download: its digest is the one to keep
     if remote.sha256 is None:
         log.warning("no checksum is pinned for %s; its sha256 is %s (record it to pin the file)", remote.url, digest)
     return FetchResult(path=final, sha256=digest, downloaded=True, verified=remote.sha256 is not None)
@@ -283,23 +293,29 @@ REHASH_BYTES = 64 << 20
 
 def _use_local(remote: RemoteFile, final: Path, show: bool) -> FetchResult:
     """A file at the final path: check its size, and its sha256 unless it is large and recorded as
-    good with the same size, times and inode (see the module notes)."""
+    good with the same size, times and inode (see the module notes). Without a pinned checksum the
+    digest recorded when the file first arrived is the reference."""
     st = final.stat()
     if remote.size is not None and st.st_size != remote.size:
         raise ChecksumError(
             f"{final} has {st.st_size} bytes, expected {remote.size}: it is corrupt or not the right file; "
             f"delete it and run again to download it from {remote.url}"
         )
+    first = _first_record(final) if remote.sha256 is None else None
+    expected = remote.sha256 or first
     digest = _recorded(final, st) if st.st_size > REHASH_BYTES else None
-    if digest is None or (remote.sha256 is not None and digest != remote.sha256):
+    if digest is None or (expected is not None and digest != expected):
         digest = sha256_file(final, progress=show)
         if remote.sha256 is not None and digest != remote.sha256:
-            _forget(final)
+            _distrust(final)
             raise ChecksumError(
                 f"{final} does not match its pinned checksum (expected sha256 {remote.sha256}, got {digest}): "
                 f"it is corrupt or not the right file; delete it and run again to download it from {remote.url}"
             )
-        _remember(final, digest)
+        if first is not None and digest != first:
+            _distrust(final)
+            raise _changed(final, first, digest, remote.url)
+        _remember(final, digest, trusted=remote.sha256 is not None)
     return FetchResult(path=final, sha256=digest, downloaded=False, verified=remote.sha256 is not None)
 
 
@@ -332,8 +348,45 @@ def recorded_sha256(path: str | os.PathLike) -> str | None:
         return None
 
 
-def _remember(path: Path, digest: str) -> None:
-    """Record that ``path`` (as it is now) has ``digest``; best effort (the folder may be read-only)."""
+def _first_record(path: Path) -> str | None:
+    """The digest recorded for ``path`` (a file with no pinned checksum) when it first arrived, or
+    None when there is no record; a record that cannot be read is a :class:`ChecksumError`, since
+    nothing else says what the file should hold."""
+    record_path = _record_path(path)
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        digest = record["sha256"]
+        if isinstance(digest, str) and _SHA256.fullmatch(digest):
+            return digest
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    raise ChecksumError(
+        f"{record_path}: the record of the sha256 of {path.name} (no checksum is pinned for it) is damaged, "
+        f"so the file cannot be checked; delete {path} and {record_path.name} to download it again"
+    )
+
+
+def _changed(path: Path, recorded: str, found: str, url: str | None = None) -> ChecksumError:
+    source = f" from {url}" if url else ""
+    return ChecksumError(
+        f"{path} changed after it was first downloaded: its sha256 is {found}, but {recorded} was recorded then "
+        f"(in {_record_path(path).name}; no checksum is pinned for it), so it is not used; delete it and run again "
+        f"to download it afresh{source} (or delete {_record_path(path).name} too to accept the file as it is now)"
+    )
+
+
+def _remember(path: Path, digest: str, *, trusted: bool) -> None:
+    """Record that ``path`` (as it is now) has ``digest``; best effort (the folder may be read-only).
+
+    ``trusted``: ``digest`` was checked against a pinned checksum or comes from a fresh download,
+    so it replaces any record. Otherwise a record of another digest is never overwritten: that is
+    a :class:`ChecksumError` (the callers compare with the record first; this is the last guard)."""
+    if not trusted:
+        earlier = _first_record(path)
+        if earlier is not None and earlier != digest:
+            raise _changed(path, earlier, digest)
     try:
         st = path.stat()
         record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
@@ -343,9 +396,17 @@ def _remember(path: Path, digest: str) -> None:
         pass
 
 
-def _forget(path: Path) -> None:
+def _distrust(path: Path) -> None:
+    """``path`` failed a check: keep its recorded digest (the reference for a file with no pinned
+    checksum) but drop the stat fields, so that no later use skips hashing it."""
+    record_path = _record_path(path)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        digest = json.loads(record_path.read_text(encoding="utf-8"))["sha256"]
+        if isinstance(digest, str) and _SHA256.fullmatch(digest):
+            write_text_atomic(record_path, json.dumps({"sha256": digest}) + "\n")
+            return
     with contextlib.suppress(OSError):
-        _record_path(path).unlink()
+        record_path.unlink()
 
 
 def _unlink(path: Path) -> None:

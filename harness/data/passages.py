@@ -45,8 +45,9 @@ import zlib
 from pathlib import Path
 
 from harness.util import jsonio
-from harness.util.atomic import fsync_path
-from harness.errors import InputFileError
+from harness.data.corpus_sources import not_utf8
+from harness.util.atomic import fsync_path, remove_stale, temp_name
+from harness.errors import HarnessError, InputFileError
 from harness.util.progress import progress as _progress_bar
 
 #: DPR's passage length in whitespace-separated words.
@@ -67,6 +68,31 @@ def split_article(
     return [(title, " ".join(tokens[start : start + words])) for start in range(0, len(tokens), words)]
 
 
+def check_output(path: str | os.PathLike, *, what: str = "output") -> Path:
+    """``path`` as an output file written through a temporary sibling, or one line saying why it
+    cannot be one: a folder, something other than a regular file (a device, a FIFO: renaming onto
+    it would replace it), a folder path through a file, or a folder this process cannot write in.
+    Checked before any work, so a long run does not end in an error it could have met first."""
+    path = Path(path)
+    if path.is_dir():
+        raise HarnessError(f"{what} {path} is a folder")
+    if path.exists() and not path.is_file():
+        raise HarnessError(f"{what} {path} is not a regular file")
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise HarnessError(f"cannot write {what} {path}: {existing} is a file, not a folder")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise HarnessError(f"cannot write {what} {path}: the folder {existing} is not writable")
+    return path
+
+
+def write_error(path: Path, exc: OSError, *, what: str = "output") -> HarnessError:
+    """The one-line error for an output that could not be written (no space left, say)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return HarnessError(f"cannot write {what} {path}: a part of its folder path is a file, not a folder")
+    return HarnessError(f"cannot write {what} {path}: {exc.strerror or exc}")
+
+
 def split_articles(
     source_jsonl: str | os.PathLike,
     out_tsv: str | os.PathLike,
@@ -84,13 +110,18 @@ def split_articles(
     """
     if words < 1:
         raise ValueError(f"words must be at least 1, got {words}")
-    source, out_tsv = Path(source_jsonl), Path(out_tsv)
+    source, out_tsv = Path(source_jsonl), check_output(out_tsv)
     try:
         raw = open(source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InputFileError(source, f"cannot read article file: {exc.strerror or exc}") from None
-    out_tsv.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_tsv.with_name(f".{out_tsv.name}.{os.getpid()}.tmp")
+    try:
+        out_tsv.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raw.close()
+        raise write_error(out_tsv, exc) from None
+    remove_stale(out_tsv.parent, out_tsv.name)
+    tmp = temp_name(out_tsv)
     count = 0
     try:
         compressed = raw.read(2) == b"\x1f\x8b"
@@ -107,7 +138,7 @@ def split_articles(
             writer.writerow(["id", "text", "title"])
             line, done = 0, 0
             try:
-                for line, text_line in enumerate(lines, start=1):
+                for line, text_line in enumerate(_reading(source, lines), start=1):
                     if not text_line.strip():
                         continue
                     title, text = _article(source, line, text_line)
@@ -119,20 +150,38 @@ def split_articles(
                         bar.update(position - done)
                         done = position
             except UnicodeDecodeError:
-                raise InputFileError(source, "not UTF-8 text", line=line + 1) from None
+                raise not_utf8(source, line=line + 1) from None
             except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
                 raise InputFileError(source, f"corrupt gzip stream: {exc}") from None
         fsync_path(tmp)
         os.replace(tmp, out_tsv)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, (gzip.BadGzipFile, InputFileError)):
+            raise write_error(out_tsv, exc) from None  # reading errors were turned into lines already
         raise
     finally:
         raw.close()
     return count
+
+
+def _reading(source: Path, lines):
+    """``lines``, with an error reading them (not decoding: that is the caller's) named as the
+    source's, so that any other ``OSError`` comes from writing."""
+    iterator = iter(lines)
+    while True:
+        try:
+            text_line = next(iterator)
+        except StopIteration:
+            return
+        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error):
+            raise
+        except OSError as exc:
+            raise InputFileError(source, f"cannot read article file: {exc.strerror or exc}") from None
+        yield text_line
 
 
 def _article(source: Path, line: int, text_line: str) -> tuple[str, str]:

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import Corpus, Hit, MatchMode, Passage, Question, Retriever, RunContext, Suite, TrainingExample
+from harness.data.corpus_sources import not_utf8
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.matching import AnswerMatcher, screen
 from harness.util import jsonio
@@ -191,7 +192,7 @@ def read_training_examples(path: str | os.PathLike, *, stats: ReadStats | None =
                 stats.examples += 1
                 yield example
         except UnicodeDecodeError:
-            raise InputFileError(path, "not UTF-8 text") from None
+            raise not_utf8(path) from None
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise InputFileError(path, f"damaged gzip data ({exc or 'truncated'})") from None
         except OSError as exc:
@@ -222,8 +223,41 @@ def write_training_examples(path: str | os.PathLike, examples: Iterable[Training
     """Write ``examples`` to ``path`` in DPR's format (JSON lines when the name ends with ``.jsonl``
     or ``.jsonl.gz``; gzip when it ends with ``.gz``), one element at a time, into a temporary
     sibling renamed into place at the end: ``path`` is complete or untouched, also when writing
-    fails or is interrupted. Returns how many examples were written."""
-    path = Path(path)
+    fails or is interrupted. Returns how many examples were written. An output that cannot be
+    written (see :func:`harness.data.passages.check_output`; no space left) is one
+    :class:`~harness.errors.HarnessError` line; errors of ``examples`` itself pass through as they are."""
+    from harness.data.passages import check_output, write_error
+
+    path = check_output(path)
+    try:
+        return _write_examples(path, _upstream(examples))
+    except _UpstreamError as wrapped:
+        raise wrapped.error from None
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+class _UpstreamError(Exception):
+    """An ``OSError`` raised while producing the examples to write, not while writing them."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _upstream(examples: Iterable[TrainingExample]) -> Iterator[TrainingExample]:
+    iterator = iter(examples)
+    while True:
+        try:
+            example = next(iterator)
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise _UpstreamError(exc) from exc
+        yield example
+
+
+def _write_examples(path: Path, examples: Iterable[TrainingExample]) -> int:
     gz = path.name.endswith(".gz")
     lines = path.name.removesuffix(".gz").endswith(".jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,12 @@ LABEL_MAP_SCHEMA = "harness-specialised/1"
 REQUIRED: Mapping[str, type] = {"schema": str, "variant": str, "initial_model": str, "data": list, "format": str, "seed": int}
 #: Keys ``harness train`` always writes; a reader accepts a record without them (hand-made ones).
 WRITTEN: Mapping[str, type] = {"recipe": dict, "settings": dict, "steps": int}
+#: Optional keys the readers use, and their types when present (``null`` counts as absent).
+OPTIONAL: Mapping[str, type] = {"labels": dict, "distributed": dict, "loss_state": str}
+
+
+def _a(kind: type) -> str:
+    return f"a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}"
 
 
 def _problems(record: Any, *, writing: bool = False) -> list[str]:
@@ -77,12 +83,58 @@ def _problems(record: Any, *, writing: bool = False) -> list[str]:
         if value is None and key in WRITTEN and not writing:
             continue
         if not isinstance(value, kind) or isinstance(value, bool):
-            out.append(f"'{key}' is missing or not a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}")
+            out.append(f"'{key}' is missing or not {_a(kind)}")
+        elif kind is str and not value.strip():
+            out.append(f"'{key}' is empty")
+    for key, kind in OPTIONAL.items():
+        value = record.get(key)
+        if value is not None and not isinstance(value, kind):
+            out.append(f"'{key}' is not {_a(kind)}")
+    data = record.get("data")
+    if isinstance(data, list):
+        out += [f"'data'[{i}] is not an object" for i, entry in enumerate(data) if not isinstance(entry, dict)][:1]
+    loss = record.get("recipe", {}).get("loss") if isinstance(record.get("recipe"), dict) else None
+    if loss is not None and not (isinstance(loss, dict) and isinstance(loss.get("name"), str)):
+        out.append("'recipe'.'loss' is not an object with a \"name\"")
     labels = record.get("labels")
-    if labels is not None and not (isinstance(labels, dict) and all(
-            isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("folder"), str) for k, v in labels.items())):
-        out.append("'labels' is not an object of label -> {\"folder\": ...}")
+    if isinstance(labels, dict):
+        for label, entry in labels.items():
+            if not label or not isinstance(entry, dict) or not isinstance(entry.get("folder"), str) or not entry["folder"]:
+                out.append(f"'labels'.{label!r} is not an object {{\"folder\": ...}} naming a folder")
+                break
+            if not writing and not _inside(entry["folder"]):
+                out.append(f"'labels'.{label!r}: its folder {entry['folder']!r} is outside the checkpoint")
+                break
+    state = record.get("loss_state")
+    if isinstance(state, str) and not writing and not _inside(state):
+        out.append(f"'loss_state': {state!r} is outside the checkpoint")
     return out
+
+
+def _inside(relative: str) -> bool:
+    """Whether ``relative`` names something inside a checkpoint folder (relative, no ``..``, not
+    the folder itself); symbolic links are checked where the path is opened."""
+    parts = Path(relative).parts
+    return bool(parts) and not Path(relative).is_absolute() and ".." not in parts and "\\" not in relative
+
+
+def _read_record(path: Path) -> Any:
+    """The JSON value of record ``path``: unreadable bytes, bytes that are not UTF-8 and invalid
+    JSON are one-line errors naming the file and the line."""
+    from harness.util import jsonio
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(path, f"unreadable training record: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputFileError(path, f"unreadable training record: not UTF-8 text (byte {column} of the line)",
+                             line=line) from None
+    return jsonio.loads(text.removeprefix("\ufeff"), source=path)
 
 
 def write_checkpoint_record(directory: str | Path, record: Mapping[str, Any]) -> Path:
@@ -109,6 +161,26 @@ def is_finished(directory: str | Path) -> bool:
     return (Path(directory) / RECORD_FILE).is_file()
 
 
+def _check_model(record_path: Path, model_dir: Path) -> None:
+    """``model_dir`` is a sentence-transformers directory: ``modules.json``, a JSON list of modules,
+    each an object whose ``path`` is inside the folder."""
+    from harness.util import jsonio
+
+    modules_file = model_dir / "modules.json"
+    if not model_dir.is_dir():
+        raise InputFileError(record_path, f"the checkpoint's model folder {model_dir} is missing "
+                             "(it holds the trained encoders)")
+    if not modules_file.is_file():
+        raise InputFileError(record_path, f"the checkpoint's model folder {model_dir} is not a sentence-transformers "
+                             "model directory (no modules.json)")
+    modules = jsonio.load_file(modules_file, what="sentence-transformers modules list")
+    if not isinstance(modules, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("path", ""), str) and (not m.get("path") or _inside(m["path"]))
+            for m in modules):
+        raise InputFileError(modules_file, "expected a JSON list of modules, each an object whose \"path\" is a "
+                             "folder inside the model")
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A finished ``harness train`` output: its folder and its checked record."""
@@ -119,9 +191,7 @@ class Checkpoint:
     @classmethod
     def read(cls, directory: str | Path, *, model: bool = True) -> Checkpoint:
         """Open a finished checkpoint; with ``model`` its ``model/`` must be a sentence-transformers
-        directory. Any problem is one line naming the folder or file."""
-        from harness.util import jsonio
-
+        directory. Any problem is one line naming the folder or file (and the record's key)."""
         path = Path(directory).expanduser()
         if not path.is_dir():
             raise HarnessError(f"{directory}: no such checkpoint directory")
@@ -129,12 +199,12 @@ class Checkpoint:
         if not record_path.is_file():
             raise HarnessError(f"{path} is not a finished harness train checkpoint (no {RECORD_FILE}); "
                                "an interrupted run resumes with harness train --resume")
-        record = jsonio.load_file(record_path, what="training record")
+        record = _read_record(record_path)
         problems = _problems(record)
         if problems:
             raise InputFileError(record_path, problems[0])
-        if model and not (path / MODEL_DIR / "modules.json").is_file():
-            raise HarnessError(f"{path / MODEL_DIR} is not a sentence-transformers model directory")
+        if model:
+            _check_model(record_path, path / MODEL_DIR)
         return cls(path=path, record=record)
 
     @property
@@ -157,16 +227,21 @@ class Checkpoint:
 
     @property
     def loss_state(self) -> Path | None:
-        """The loss's saved parameters, when it had some."""
+        """The loss's saved parameters, when it had some (a file inside the checkpoint)."""
         name = self.record.get("loss_state")
-        return self.path / name if isinstance(name, str) and name else None
+        if not (isinstance(name, str) and name):
+            return None
+        file = (self.path / name).resolve()
+        if self.path.resolve() not in file.parents:
+            raise InputFileError(self.path / RECORD_FILE, f"'loss_state': {name!r} is outside {self.path}")
+        return self.path / name
 
     @property
     def per_label(self) -> bool:
         return isinstance(self.record.get("labels"), dict)
 
     def label_folders(self) -> dict[str, Path]:
-        """``label -> checkpoint folder`` of a per-label run (each inside this folder)."""
+        """``label -> checkpoint folder`` of a per-label run (each inside this folder, and there)."""
         if not self.per_label:
             raise HarnessError(f"{self.path} has one question encoder (variant {self.variant}), not one per label")
         root = self.path.resolve()
@@ -174,7 +249,11 @@ class Checkpoint:
         for label, entry in self.record["labels"].items():
             folder = (root / entry["folder"]).resolve()
             if root not in folder.parents:
-                raise InputFileError(self.path / RECORD_FILE, f"label {label!r}: {entry['folder']!r} is outside {self.path}")
+                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry['folder']!r} "
+                                     f"is outside {self.path}")
+            if not folder.is_dir():
+                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry['folder']!r} "
+                                     f"is missing from {self.path}")
             out[label] = folder
         return out
 

@@ -23,12 +23,18 @@ a question not ending in ``?`` gets one.
 Progress is kept in ``OUTPUT.partial.jsonl``: first line the settings that change what is
 generated, then one line per processed passage (its kept pairs and counts). A rerun with the same
 settings goes on where a killed run stopped (a last line cut short is ignored); other settings are
-an error. The output is written whole at the end, then ``OUTPUT.meta.json``; then the partial file
-is removed.
+an error, and so is a record naming a passage the corpus does not have (``file:line``). The output
+is written whole at the end, then ``OUTPUT.meta.json``; then the partial file is removed.
+
+One run at a time writes an output: a run holds an exclusive ``flock`` on ``OUTPUT.lock`` from
+before it reads the partial file until it removed it; a second run into the same output stops
+with one line. The lock file is removed when the run ends (a killed run leaves it, unlocked, and
+the next run takes it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -346,8 +352,53 @@ def _resume(path: Path, settings: dict[str, Any]) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _output_lock(output: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``OUTPUT.lock`` (``flock``) while the run writes ``output`` and its
+    partial and meta files; another run holding it is a one-line error. The lock file is removed
+    while still held, and a lock taken on a file removed meanwhile is taken again on the new one."""
+    import fcntl
+
+    from harness.data.passages import write_error
+
+    lock = output.with_name(output.name + ".lock")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_error(output, exc) from None
+    while True:
+        try:
+            handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise write_error(lock, exc, what="lock file") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(handle)
+            raise HarnessError(f"{output} is being written by another generate-questions run (it holds {lock.name}); "
+                               "wait for it to end, or write to another output") from None
+        try:
+            if os.path.samestat(os.fstat(handle), os.stat(lock)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(handle)  # the holder before us removed that file: lock the one there now
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        os.close(handle)
+
+
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     """The passage records of a partial file (its lines after the first)."""
+    for _number, record in _numbered_records(path):
+        yield record
+
+
+def _numbered_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, record)`` for the passage records of a partial file (its lines after the first)."""
     def count(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -363,7 +414,12 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                     raise TypeError
             except (ValueError, KeyError, TypeError, UnicodeDecodeError):
                 raise HarnessError(f"{path}:{number}: damaged progress record; delete the file to start over") from None
-            yield record
+            yield number, record
+
+
+def _unknown_passage(path: Path, number: int, passage_id: str, corpus: Corpus) -> HarnessError:
+    return HarnessError(f"{path}:{number}: the progress record names passage {passage_id!r}, which corpus "
+                        f"{corpus.name} does not have; delete the file to start over")
 
 
 def _tally(stats: GenerationStats, record: dict[str, Any]) -> None:
@@ -427,8 +483,11 @@ def _examples(partial: Path, corpus: Corpus, *, label: str | None, negatives: in
             yield TrainingExample(question=question, answers=(answer,), positives=(passage,), hard_negatives=found, label=label)
 
     chunk: list[tuple[Passage, str, str]] = []
-    for record in _records(partial):
-        passage = corpus.get(record["id"])
+    for number, record in _numbered_records(partial):
+        try:
+            passage = corpus.get(record["id"])
+        except KeyError:
+            raise _unknown_passage(partial, number, record["id"], corpus) from None
         chunk += [(passage, q, a) for q, a in record["kept"]]
         if len(chunk) >= 4096:
             yield from finish(chunk)
@@ -483,9 +542,9 @@ def generate_questions(
         raise HarnessError(f"label must be non-empty text, got {label!r}")
     if generate is None and generator is None:
         raise HarnessError("a question generator is needed: a sequence-to-sequence model's hub id or directory")
-    output = Path(output)
-    if output.is_dir():
-        raise HarnessError(f"output {output} is a folder")
+    from harness.data.passages import check_output
+
+    output = check_output(output)
     partial, meta = output.with_name(output.name + ".partial.jsonl"), output.with_name(output.name + ".meta.json")
     device = resolve_device(device)
     precision = resolve_precision(precision, device)
@@ -493,6 +552,25 @@ def generate_questions(
     ref = ModelRef(generator, revision) if generator is not None else None
     identity = ref.identity() if ref else f"function:{getattr(generate, '__qualname__', type(generate).__name__)}"
 
+    with _output_lock(output):
+        return _generate(
+            corpus, ref, identity, output=output, partial=partial, meta=meta, answers=answers, prompt=prompt,
+            separator=separator, per_passage=per_passage, passages=passages, negatives=negatives, depth=depth,
+            batch_size=batch_size, max_new_tokens=max_new_tokens, num_beams=num_beams,
+            max_input_length=max_input_length, seed=seed, label=label, revision=revision, device=device,
+            precision=precision, generate=generate, retriever=retriever, cache_dir=cache_dir, threads=threads,
+            progress=progress, started=started,
+        )
+
+
+def _generate(
+    corpus: str | os.PathLike | Corpus, ref: ModelRef | None, identity: str, *, output: Path, partial: Path, meta: Path,
+    answers: str, prompt: str, separator: str, per_passage: int, passages: int | None, negatives: int, depth: int,
+    batch_size: int, max_new_tokens: int, num_beams: int, max_input_length: int, seed: int, label: str | None,
+    revision: str | None, device: str, precision: str, generate: Generate | None, retriever: Retriever | None,
+    cache_dir: str | os.PathLike | None, threads: int | None, progress: bool, started: float,
+) -> GenerationStats:
+    """:func:`generate_questions` once its settings are checked, holding the output's lock."""
     opened = open_corpus(corpus, cache_dir=cache_dir, progress=progress)
     settings = {
         "format": FORMAT, "corpus": opened.name, "corpus_fingerprint": opened.fingerprint, "generator": identity,
@@ -503,7 +581,11 @@ def generate_questions(
     total, selected = _select(opened, passages, seed)
     stats, done = GenerationStats(passages=total), set()
     resuming = _resume(partial, settings)
-    for record in _records(partial) if resuming else ():
+    for number, record in _numbered_records(partial) if resuming else ():
+        try:
+            opened.get(record["id"])
+        except KeyError:
+            raise _unknown_passage(partial, number, record["id"], opened) from None
         done.add(record["id"])
         _tally(stats, record)
     stats.resumed = len(done)

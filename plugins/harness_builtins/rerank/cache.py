@@ -34,17 +34,26 @@ one node only). Without them no SQLite file is safe to share; keep the cache on 
 Scores are committed after each question (the rollback journal makes every commit atomic, and a
 process killed mid-transaction leaves a journal the next opener rolls back), so a run killed
 half-way keeps what it scored. A file that is not a readable cache of this configuration
-(damaged, truncated, another configuration under the same name) is set aside with a warning and
-rebuilt, never read.
+(damaged, truncated, another configuration under the same name, or an older layout, whose rows
+carry no check) is set aside with a warning and rebuilt, never read.
+
+Every row carries a check (:func:`row_check`): a digest of the configuration's key, the question,
+the passage id, the passage digest and the score's exact bits. A row is used only when its score
+is a finite float and its check matches; any other row (a score edited by hand or by another tool,
+a row copied from a cache of another model or prompt, or one whose question or passage was
+changed) is deleted and its pair scored again, with one warning per opened cache naming the file.
+The check is not a secret: it catches edits that do not recompute it, not someone who does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import sqlite3
+import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -53,7 +62,7 @@ from typing import Any, TypeVar
 from harness.errors import HarnessError, warn
 
 #: Bump when the file layout changes; old files are then rebuilt.
-FORMAT = "harness-rerank-scores/1"
+FORMAT = "harness-rerank-scores/2"
 
 #: SQLite result codes (primary, the low byte of an extended code) that mean another connection
 #: holds a lock, and those that say nothing about the file's content (it is not set aside for them).
@@ -75,6 +84,17 @@ def passage_digest(title: str, text: str) -> str:
     for part in (title, text):
         data = part.encode("utf-8")
         digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()[:32]
+
+
+def row_check(key: str, question: str, passage_id: str, passage: str, score: float) -> str:
+    """The check stored with a row: sha256 over the configuration's key, the question, the passage
+    id and digest (each length-prefixed) and the score's IEEE-754 bits, 32 hex digits."""
+    digest = hashlib.sha256()
+    for part in (key, question, passage_id, passage):
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    digest.update(struct.pack("<d", score))
     return digest.hexdigest()[:32]
 
 
@@ -136,6 +156,8 @@ class ScoreCache:
         except OSError as exc:
             raise HarnessError(f"cannot create the score cache folder {self.path.parent}: {exc.strerror or exc}") from None
         self._db = self._open()
+        #: Rows found bad (and dropped) since this cache was opened.
+        self.dropped = 0
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -186,8 +208,12 @@ class ScoreCache:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS scores (question TEXT NOT NULL, passage_id TEXT NOT NULL, "
-                "passage TEXT NOT NULL, score REAL NOT NULL, PRIMARY KEY (question, passage_id, passage)) WITHOUT ROWID"
+                "passage TEXT NOT NULL, score REAL NOT NULL, row_check TEXT NOT NULL, "
+                "PRIMARY KEY (question, passage_id, passage)) WITHOUT ROWID"
             )
+            columns = [row[1] for row in db.execute("PRAGMA table_info(scores)").fetchall()]
+            if columns != ["question", "passage_id", "passage", "score", "row_check"]:
+                raise ValueError(f"its scores table has the columns {columns}, not those of {FORMAT}")
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 db.executemany("INSERT INTO meta VALUES (?, ?)", expected.items())
@@ -219,23 +245,74 @@ class ScoreCache:
                 pause = min(pause * 2, 1.0)
 
     def get(self, question: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        """The cached scores among ``keys`` (``(passage id, passage digest)``) for ``question``."""
+        """The cached scores among ``keys`` (``(passage id, passage digest)``) for ``question``; a
+        row that fails its check is deleted (see the module notes) and left out, so it is scored
+        again."""
         wanted = set(keys)
-        query = "SELECT passage_id, passage, score FROM scores WHERE question = ?"
+        query = "SELECT passage_id, passage, score, row_check FROM scores WHERE question = ?"
         rows = self._retry(self._db, lambda: self._db.execute(query, (question,)).fetchall(), "read")
-        return {(pid, passage): score for pid, passage, score in rows if (pid, passage) in wanted}
+        found, bad = {}, []
+        for pid, passage, score, check in rows:
+            if (pid, passage) not in wanted:
+                continue
+            problem = self._problem(question, pid, passage, score, check)
+            if problem is None:
+                found[pid, passage] = score
+            else:
+                bad.append((question, pid, passage, check, problem))
+        if bad:
+            self._drop(bad)
+        return found
+
+    def _problem(self, question: str, pid: str, passage: str, score: Any, check: Any) -> str | None:
+        """Why a stored row cannot be used, or None."""
+        if not isinstance(score, float):
+            return f"its score {score!r} is not a number"
+        if not math.isfinite(score):
+            return f"its score {score!r} is not finite"
+        if not isinstance(check, str) or check != row_check(self.key, question, pid, passage, score):
+            return "its check does not match its question, passage and score (edited, or copied from another cache)"
+        return None
+
+    def _drop(self, bad: list[tuple[str, str, str, Any, str]]) -> None:
+        """Delete rows that failed their check (only as they were read: a row written again
+        meanwhile stays); the first of this cache is reported."""
+        question, pid, _, _, problem = bad[0]
+        if not self.dropped:
+            warn(f"score cache {self.path}: the row of question {question[:80]!r}, passage {pid!r} is not used: {problem}; "
+                 "such rows are deleted and scored again")
+        self.dropped += len(bad)
+
+        def write() -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "DELETE FROM scores WHERE question = ? AND passage_id = ? AND passage = ? AND row_check IS ?",
+                    [row[:4] for row in bad])
+                self._db.execute("COMMIT")
+            except BaseException:
+                _rollback(self._db)
+                raise
+
+        self._retry(self._db, write, "write to")
 
     def put(self, question: str, scores: Iterable[tuple[str, str, float]]) -> None:
         """Store ``(passage id, passage digest, score)`` rows for ``question`` in one transaction
-        (a pair already stored keeps its score)."""
-        rows = [(question, pid, digest, float(score)) for pid, digest, score in scores]
+        (a pair already stored keeps its score), each with its :func:`row_check`. A score that is
+        not a finite number is a ``ValueError``: it is never stored."""
+        rows = []
+        for pid, digest, score in scores:
+            score = float(score)
+            if not math.isfinite(score):
+                raise ValueError(f"score cache: the score of passage {pid!r} is {score!r}, not a finite number")
+            rows.append((question, pid, digest, score, row_check(self.key, question, pid, digest, score)))
         if not rows:
             return
 
         def write() -> None:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT OR IGNORE INTO scores VALUES (?, ?, ?, ?)", rows)
+                self._db.executemany("INSERT OR IGNORE INTO scores VALUES (?, ?, ?, ?, ?)", rows)
                 self._db.execute("COMMIT")
             except BaseException:
                 _rollback(self._db)

@@ -8,15 +8,20 @@ load. DPR encoders are BERT with the ``[CLS]`` vector as output and no projectio
 checkpoints trained with CLS pooling can be exported, and the passages match DPR's input only when
 the checkpoint was trained with ``--format dpr`` (``title [SEP] text``); another format is
 exported with a warning, since DPR tools will format passages differently from training.
+
+``DEST`` is built under a temporary sibling (``.DEST.PID.RANDOM.tmp``) and renamed into place when
+both encoders are written, so an export that fails or is killed leaves no ``DEST`` behind; what a
+killed export left is removed by the next one. A ``DEST`` that exists is never touched.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.errors import HarnessError, warn
 from harness.results.checkpoint import Checkpoint
-from harness.util.atomic import atomic_dir
+from harness.util.atomic import atomic_dir, remove_stale
 
 
 def _sides(model) -> dict[str, list]:
@@ -50,14 +55,18 @@ def export_dpr(checkpoint: str | Path, dest: str | Path) -> Path:
     from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
 
     found, dest = Checkpoint.read(checkpoint), Path(dest)
-    if dest.exists():
-        raise HarnessError(f"{dest} exists; export into a new folder")
+    _check_dest(dest)
     if found.format != "dpr":
         warn(f"{checkpoint} was trained on passages formatted {found.format!r}; DPR tools feed 'title [SEP] text' "
              f"(train with --format dpr for an exact match)")
-    model = SentenceTransformer(str(found.model_dir), device="cpu")
+    try:
+        model = SentenceTransformer(str(found.model_dir), device="cpu")
+    except Exception as exc:  # transformers, safetensors and json raise their own types for damaged files
+        problem = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise HarnessError(f"{found.model_dir}: cannot load the trained model ({type(exc).__name__}: {problem}); "
+                           "the checkpoint is damaged") from None
     encoders = {side: _bert(modules, side) for side, modules in _sides(model).items()}  # checked before writing
-    dest.mkdir(parents=True)
+    converted = {}
     for side, (cls, prefix, folder) in {
         "question": (DPRQuestionEncoder, "question_encoder", "question_encoder"),
         "passage": (DPRContextEncoder, "ctx_encoder", "ctx_encoder"),
@@ -70,7 +79,28 @@ def export_dpr(checkpoint: str | Path, dest: str | Path) -> Path:
         missing = [k for k in missing if ".pooler." not in k]
         if missing or unexpected:
             raise HarnessError(f"cannot map the {side} encoder onto {cls.__name__}: missing {missing[:3]}, unexpected {unexpected[:3]}")
-        with atomic_dir(dest / folder) as tmp:
-            dpr.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
+        converted[folder] = (dpr, tokenizer)
+    try:
+        with atomic_dir(dest) as tmp:
+            for folder, (dpr, tokenizer) in converted.items():
+                dpr.save_pretrained(tmp / folder)
+                tokenizer.save_pretrained(tmp / folder)
+    except OSError as exc:
+        raise HarnessError(f"cannot write {dest}: {exc.strerror or exc}") from None
+    if not (dest / "question_encoder").is_dir() or not (dest / "ctx_encoder").is_dir():
+        raise HarnessError(f"{dest} was created by another process meanwhile; export into a new folder")
     return dest
+
+
+def _check_dest(dest: Path) -> None:
+    """``dest`` must not exist, and its folder must be one this process can write into; what a
+    killed export of ``dest`` left (its temporary sibling) is removed first."""
+    if dest.exists() or dest.is_symlink():
+        raise HarnessError(f"{dest} exists; export into a new folder")
+    parent = dest.parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise HarnessError(f"cannot write {dest}: {existing} is a file, not a folder")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise HarnessError(f"cannot write {dest}: {existing} is not writable")
+    remove_stale(parent, dest.name)
