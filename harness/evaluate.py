@@ -263,10 +263,11 @@ class Second:
     plugin: str
     depth: int = DEFAULT_RERANK_DEPTH
 
-    def record(self) -> dict[str, Any]:
+    def record(self, reranked: int | None = None) -> dict[str, Any]:
+        """The result's ``reranker`` block; ``reranked``: the most hits any question had re-ranked."""
         from harness.scoring.rerank import reranker_record
 
-        return reranker_record(self.name, self.plugin, self.reranker.parameters(), self.depth)
+        return reranker_record(self.name, self.plugin, self.reranker.parameters(), self.depth, reranked)
 
 
 def check_metrics(metrics: Sequence[str]) -> None:
@@ -322,9 +323,11 @@ def evaluate_retriever(
         part_of = {q.id: part.name for part in suite.parts for q in part.questions}
         rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus,
                             parts=[part_of[q.id] for q in suite.questions])
+    reranked = None
     if reranker is not None:
-        from harness.scoring.rerank import rerank_rankings
+        from harness.scoring.rerank import most_reranked, rerank_rankings
 
+        reranked = most_reranked(rankings, reranker.depth)
         with timer.stage("rerank"):
             rankings = rerank_rankings(
                 reranker.reranker,
@@ -348,7 +351,7 @@ def evaluate_retriever(
         metrics=metrics,
         timings=timer.seconds,
         extra={"compute": computed, **(dict(extra) if extra else {})},
-        reranker=reranker.record() if reranker is not None else None,
+        reranker=reranker.record(reranked) if reranker is not None else None,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)
 

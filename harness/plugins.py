@@ -79,10 +79,18 @@ class LoadedPlugins:
     def info(self, name: str) -> PluginInfo | None:
         return next((p for p in self.plugins if p.name == name), None)
 
+    def failures_of(self, name: str) -> list[PluginFailure]:
+        """What failed of the plugin ``name`` so far, in the order it happened."""
+        return [f for f in self.failures if f.name == name]
+
+    def failures_in(self, *stages: str) -> list[PluginFailure]:
+        """The failures in any of ``stages`` (``load`` or a hook's name)."""
+        return [f for f in self.failures if f.stage in stages]
+
     def fail(self, plugin: str, stage: str, exc: BaseException | str) -> None:
         """Record that ``plugin`` failed in ``stage``; in strict mode raise :class:`PluginError`."""
         info = self.info(plugin)
-        error = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        error = _one_line(exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}")
         failure = PluginFailure(
             name=plugin,
             distribution=info.distribution if info else "?",
@@ -192,10 +200,14 @@ def load_plugins(eps: list[EntryPoint] | None = None, *, strict: bool | None = N
 def _failed(
     loaded: LoadedPlugins, name: str, dist: str, version: str, error: str, exc: BaseException | None = None
 ) -> None:
-    failure = PluginFailure(name=name, distribution=dist, version=version, error=error)
+    failure = PluginFailure(name=name, distribution=dist, version=version, error=_one_line(error))
     if loaded.strict:
         raise PluginError(failure.describe()) from exc
     loaded.failures.append(failure)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "(no message)"
 
 
 @functools.cache

@@ -16,11 +16,18 @@ A plugin whose hook raises, or registers a record of the wrong type, is recorded
 failure (:mod:`harness.plugins`) and contributes nothing to that kind; the other plugins' entries
 stay usable. A name two plugins register is unusable, with an error naming both, while every
 other name works. ``HARNESS_STRICT_PLUGINS=1`` makes both errors at once.
+
+A hook that leaves out one thing it cannot offer (a malformed file among many) and registers the
+rest says so with :func:`skipped`: that is recorded as the plugin's failure in that hook too, but
+what it did register stays usable. When the thing left out has a name (a suite whose spec file is
+broken), :func:`mark_unavailable` records it: asking for that name is then an error naming the
+file and its problem, not an "unknown name" with a did-you-mean.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -44,7 +51,7 @@ from harness.api import (
     VariantSpec,
 )
 from harness.api import check_options as api_check_options
-from harness.errors import HarnessError, UnknownNameError
+from harness.errors import HarnessError, UnknownNameError, warn
 
 T = TypeVar("T")
 
@@ -78,6 +85,30 @@ KINDS: dict[str, Kind] = {
 #: Told ``(plugin, hook, error)`` when a plugin's hook fails; may raise (strict mode).
 FailureHandler = Callable[[str, str, "BaseException | str"], None]
 
+#: While a ``register_*`` hook runs: reports what that plugin's hook left out (see :func:`skipped`).
+_skip_reporter: ContextVar[Callable[[str], None] | None] = ContextVar("harness_skip_reporter", default=None)
+
+
+def skipped(problem: BaseException | str) -> None:
+    """Report, from inside a ``register_*`` hook, one thing the hook leaves out because it cannot
+    be used (a malformed spec file, a name it already registered from another file), while it goes
+    on registering the rest.
+
+    ``problem`` should name the file and what is wrong in one line (an
+    :class:`~harness.errors.InputFileError` does). It is recorded as the plugin's failure in that
+    hook: ``harness plugins`` lists it on the plugin's line, every command that reads the registry
+    warns of it on stderr, ``harness reproduce --check`` fails when published tables were left
+    out, and ``HARNESS_STRICT_PLUGINS=1`` makes it an error. Called outside a hook (a plugin's
+    function used directly), it is one warning line on stderr.
+    """
+    text = problem if isinstance(problem, str) else str(problem)
+    text = " ".join(text.split())
+    report = _skip_reporter.get()
+    if report is None:
+        warn(f"{text}; skipped")
+        return
+    report(text)
+
 
 @dataclass(frozen=True)
 class Entry(Generic[T]):
@@ -90,11 +121,18 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """The specs of one kind, by name, from every registered plugin."""
 
-    def __init__(self, kind: str, entries: dict[str, Entry[T]], conflicts: Mapping[str, tuple[str, ...]] | None = None):
+    def __init__(
+        self, kind: str, entries: dict[str, Entry[T]], conflicts: Mapping[str, tuple[str, ...]] | None = None,
+        failures: tuple[str, ...] = (),
+    ):
         self.kind = kind
         self._entries = entries
         #: Names registered by more than one plugin, with those plugins (unusable).
         self.conflicts: dict[str, tuple[str, ...]] = dict(conflicts or {})
+        #: What went wrong while collecting, one line each (``plugin 'p' failed in HOOK: ...``): hooks
+        #: that raised or registered a wrong record, things a hook left out, clashing names. This
+        #: registry may lack what those would have registered.
+        self.failures: tuple[str, ...] = tuple(failures)
 
     @classmethod
     def collect(cls, manager: pluggy.PluginManager, kind: str, *, on_failure: FailureHandler | None = None) -> Registry:
@@ -104,11 +142,14 @@ class Registry(Generic[T]):
         """
         info = KINDS[kind]
 
+        problems: list[str] = []
+
         def failed(plugin: str, error: BaseException | str) -> None:
+            text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+            problems.append(f"plugin {plugin!r} failed in {info.hook}: {' '.join(text.split())}")
             if on_failure is not None:
                 on_failure(plugin, info.hook, error)
                 return
-            text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
             raise HarnessError(f"plugin {plugin!r} failed in {info.hook}: {text}")
 
         entries: dict[str, Entry] = {}
@@ -127,14 +168,30 @@ class Registry(Generic[T]):
                     raise HarnessError(f"registered {info.noun} {name!r} twice")
                 _staged[name] = Entry(spec, _plugin)
 
+            raised_by_skip: list[BaseException] = []
+
+            def skip(problem: str, _plugin: str = plugin, _raised: list = raised_by_skip) -> None:
+                try:
+                    failed(_plugin, problem)
+                except BaseException as exc:  # strict: the error ends the hook, reported once
+                    _raised.append(exc)
+                    raise
+
+            token = _skip_reporter.set(skip)
             try:
                 impl.function(register=register)
             except (Exception, SystemExit) as exc:
+                if raised_by_skip and exc is raised_by_skip[0]:
+                    raise
                 if isinstance(exc, HarnessError) and not isinstance(exc, UnknownNameError):
                     failed(plugin, str(exc))
                 else:
                     failed(plugin, exc)
                 continue
+            finally:
+                _skip_reporter.reset(token)
+            if raised_by_skip:  # strict, and the hook swallowed the error: it still ends the collection
+                raise raised_by_skip[0]
             for name, entry in staged.items():
                 owners.setdefault(name, []).append(plugin)
                 entries.setdefault(name, entry)
@@ -145,8 +202,9 @@ class Registry(Generic[T]):
             if on_failure is None:
                 raise HarnessError(message)
             for plugin in plugins[1:]:
+                problems.append(f"plugin {plugin!r} failed in {info.hook}: {message}")
                 on_failure(plugin, info.hook, message)
-        return cls(kind, dict(sorted(entries.items())), conflicts)
+        return cls(kind, dict(sorted(entries.items())), conflicts, tuple(problems))
 
     @property
     def noun(self) -> str:
@@ -189,6 +247,10 @@ class Registry(Generic[T]):
             if not argument:
                 raise HarnessError(f"{name!r}: give {prefix}:{entry.spec.argument}")
             return entry
+        for candidate in (name, prefix):
+            reason = unavailable(self.kind, candidate)
+            if reason is not None:
+                raise UnavailableNameError(self.noun, candidate, reason)
         raise UnknownNameError(self.noun, name, self._entries) from None
 
     def get(self, name: str) -> T:
@@ -198,6 +260,32 @@ class Registry(Generic[T]):
 
 _cache: dict[str, Registry] = {}
 
+#: Names of each kind that a plugin knows of but could not offer, with why (:func:`mark_unavailable`).
+_unavailable: dict[str, dict[str, str]] = {}
+
+
+class UnavailableNameError(UnknownNameError):
+    """A name a plugin knows of but could not offer (its spec failed to load); the message says why."""
+
+    def __init__(self, kind: str, name: str, reason: str):
+        HarnessError.__init__(self, f"{kind} {name!r} is not available: {reason}")
+        self.kind, self.name, self.known, self.reason = kind, name, [], reason
+
+
+def mark_unavailable(kind: str, name: str, reason: str) -> None:
+    """Record that ``kind``'s ``name`` exists but could not be loaded, and why (``reason``: the
+    spec file and its problem). Plugins call it for what they leave out while they register; a
+    later lookup of ``name`` that finds nothing raises :class:`UnavailableNameError` with the
+    reason instead of suggesting another name. Forgotten when ``kind``'s registry is built again."""
+    if kind not in KINDS:
+        raise UnknownNameError("kind of extension", kind, KINDS)
+    _unavailable.setdefault(kind, {})[name] = " ".join(str(reason).split())
+
+
+def unavailable(kind: str, name: str) -> str | None:
+    """Why ``kind``'s ``name`` could not be loaded (:func:`mark_unavailable`), or None."""
+    return _unavailable.get(kind, {}).get(name)
+
 
 def registry(kind: str) -> Registry:
     """The registry of ``kind`` built from the installed plugins (built once per process)."""
@@ -206,6 +294,7 @@ def registry(kind: str) -> Registry:
     if kind not in _cache:
         from harness.plugins import loaded_plugins
 
+        _unavailable.pop(kind, None)  # the plugins' hooks record it again
         loaded = loaded_plugins()
         _cache[kind] = Registry.collect(loaded.manager, kind, on_failure=loaded.fail)
     return _cache[kind]

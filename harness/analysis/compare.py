@@ -14,6 +14,9 @@ interval (questions resampled within each part; :mod:`harness.analysis.stats`). 
 Every p-value of one comparison is one family: Holm's correction is applied across all of them
 (pairs x (cutoffs + 1)). Random draws come from a seed per statistic, derived from ``seed`` and the
 statistic's name (systems, cutoff), so adding a system never changes another's numbers.
+
+The text output's tables are markdown: names from result files (systems, suite, parts) are
+written through :func:`harness.results.report.markdown_text`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import numpy as np
 
 from harness.analysis import stats
 from harness.errors import HarnessError
+from harness.results.leaderboard import pick_newest
+from harness.results.report import markdown_text, one_line
 from harness.results.schema import Result, read_result, read_results
 
 #: Significance level at which pairs are marked.
@@ -137,13 +142,13 @@ def find_result(reference: str, *, suite: str | None, results: Sequence[Result])
     matches = [r for r in results if r.suite == suite and r.label == reference]
     if not matches:
         known = sorted({r.label for r in results if r.suite == suite})
-        hint = f" (results of {suite}: {', '.join(known)})" if known else f" (no results of suite {suite})"
+        hint = f" (results of {suite}: {', '.join(one_line(k) for k in known)})" if known else f" (no results of suite {suite})"
         raise HarnessError(f"no result of {reference!r} on suite {suite}{hint}")
     configs = {r.config_key() for r in matches}
     if len(configs) > 1:
-        files = ", ".join(sorted(r.path.name for r in matches if r.path))
+        files = ", ".join(sorted(one_line(r.path.name) for r in matches if r.path))
         raise HarnessError(f"{reference!r} on {suite} has {len(configs)} configurations ({files}): name the result file")
-    return max(matches, key=lambda r: (r.data["created"], str(r.path or "")))
+    return pick_newest(matches)
 
 
 def load_systems(references: Sequence[str], *, suite: str | None, results_dir: Path) -> list[System]:
@@ -290,8 +295,9 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     n = sum(p["questions"] for p in suite["parts"])
     parts = len(suite["parts"])
     level = f"{100 * c.confidence:g}%"
+    md = markdown_text
     lines = [
-        f"{suite['name']}{' (SYNTHETIC)' if suite.get('synthetic') else ''}: {n} questions"
+        f"{md(suite['name'])}{' (SYNTHETIC)' if suite.get('synthetic') else ''}: {n} questions"
         + (f" in {parts} parts, macro-averaged" if parts > 1 else ""),
         f"{level} percentile bootstrap intervals over {c.resamples:,} resamples of the questions"
         + (" (within each part)" if parts > 1 else "")
@@ -300,7 +306,7 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     ]
     headers = ["system"] + [f"top-{k} {level} CI" for k in c.ks] + [f"MRR@{c.mrr_k}"]
     rows = [
-        [s.label] + [f"{_points(e.value)} {_ci(e)}" for e in c.accuracy[s.label].values()]
+        [md(s.label)] + [f"{_points(e.value)} {_ci(e)}" for e in c.accuracy[s.label].values()]
         + [f"{_points(c.mrr[s.label].value)} {_ci(c.mrr[s.label])}"]
         for s in c.systems
     ]
@@ -308,10 +314,10 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     if by_part and parts > 1:
         for k in c.ks:
             table = [
-                [p] + [f"{_points(e.value)} {_ci(e)}" for e in (c.accuracy_by_part[s.label][k][p] for s in c.systems)]
+                [md(p)] + [f"{_points(e.value)} {_ci(e)}" for e in (c.accuracy_by_part[s.label][k][p] for s in c.systems)]
                 for p in c.accuracy_by_part[c.systems[0].label][k]
             ]
-            lines += ["", f"top-{k} by part:", tabulate(table, headers=["part"] + [s.label for s in c.systems], tablefmt="github", disable_numparse=True)]
+            lines += ["", f"top-{k} by part:", tabulate(table, headers=["part"] + [md(s.label) for s in c.systems], tablefmt="github", disable_numparse=True)]
     lines += [
         "",
         f"Paired tests ({len(c.pairs)}; p-values Holm-corrected across all of them; * where corrected p <= {ALPHA}): "
@@ -322,7 +328,7 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
         "",
     ]
     table = [
-        [t.a, t.b, t.measure, _points(t.difference.value, True), _ci(t.difference),
+        [md(t.a), md(t.b), t.measure, _points(t.difference.value, True), _ci(t.difference),
          "" if t.a_only is None else f"{t.a_only} / {t.b_only}", _p(t.p_value), _p(t.p_holm), "*" if t.significant else ""]
         for t in c.pairs
     ]

@@ -13,6 +13,9 @@ Every figure is drawn from a small data record (:class:`Plot`); its digest is wh
 ``harness leaderboard --check`` compares when the installed matplotlib differs from the one that
 drew the committed files. Files are written with fixed metadata (no dates, a fixed SVG hash salt),
 so the same data and matplotlib version give the same bytes.
+
+Names from result files (series, parts, titles, axis names) are drawn as written
+(:func:`shown`): on one line, a ``$`` as a dollar sign rather than the start of mathtext.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.results.report import one_line
 from harness.results.schema import Result, config_digest
 from harness.util.atomic import write_text_atomic
 
@@ -140,8 +144,17 @@ def matrix_plot(results: Sequence[Result], k: int, *, rows: str = "retriever", c
                                                   "row_names": row_names, "column_names": column_names, "values": values})
 
 
+def shown(text: object) -> str:
+    """``text`` as matplotlib should draw it literally: one line (:func:`one_line`), every ``$``
+    escaped (matplotlib reads text between two dollar signs as mathtext, and fails on bad
+    mathtext), and a leading ``_`` preceded by a space (a legend leaves out labels starting with
+    one)."""
+    text = one_line(text).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def draw(plot: Plot):
-    """The matplotlib figure of ``plot`` (Agg, never shown)."""
+    """The matplotlib figure of ``plot`` (Agg, never shown); every name in it through :func:`shown`."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -156,7 +169,7 @@ def draw(plot: Plot):
             for i, (label, ys) in enumerate(d["series"].items()):
                 # ten colours, then the same colours dashed, dotted, ...
                 style = _LINESTYLES[(i // 10) % len(_LINESTYLES)]
-                ax.plot(range(1, len(ys) + 1), ys, label=label, linewidth=1.5, linestyle=style)
+                ax.plot(range(1, len(ys) + 1), ys, label=shown(label), linewidth=1.5, linestyle=style)
             ax.set_xlabel("k (passages retrieved)")
             ax.set_ylabel("top-k accuracy (%)")
             ax.set_xlim(1, max(len(ys) for ys in d["series"].values()))
@@ -167,12 +180,12 @@ def draw(plot: Plot):
             ax = fig.add_subplot()
             if plot.kind == "buckets":
                 for label, ys in d["series"].items():
-                    ax.plot(range(len(parts)), ys, marker="o", label=label, linewidth=1.5)
+                    ax.plot(range(len(parts)), ys, marker="o", label=shown(label), linewidth=1.5)
             else:
                 width = 0.8 / max(1, len(d["series"]))
                 for i, (label, ys) in enumerate(d["series"].items()):
-                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=label)
-            ax.set_xticks(range(len(parts)), parts, rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
+                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=shown(label))
+            ax.set_xticks(range(len(parts)), [shown(p) for p in parts], rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
             ax.set_ylabel(f"top-{d['k']} accuracy (%)")
             ax.set_ylim(0, 102)
             ax.set_xlim(-0.6, len(parts) - 0.4)
@@ -183,10 +196,10 @@ def draw(plot: Plot):
             grid = [[math.nan if v is None else v for v in row] for row in d["values"]]
             image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
             ax.grid(False)
-            ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
-            ax.set_yticks(range(len(rows)), rows)
-            ax.set_xlabel(d["columns"])
-            ax.set_ylabel(d["rows"])
+            ax.set_xticks(range(len(cols)), [shown(c) for c in cols], rotation=30, ha="right")
+            ax.set_yticks(range(len(rows)), [shown(r) for r in rows])
+            ax.set_xlabel(shown(d["columns"]))
+            ax.set_ylabel(shown(d["rows"]))
             for i, row in enumerate(d["values"]):
                 for j, v in enumerate(row):
                     text = "–" if v is None else f"{v:.1f}"
@@ -194,7 +207,7 @@ def draw(plot: Plot):
             fig.colorbar(image, ax=ax, label=f"top-{d['k']} accuracy (%)")
         else:
             raise HarnessError(f"unknown plot kind {plot.kind!r}; choose from {', '.join(KINDS)}")
-        ax.set_title(plot.title)
+        ax.set_title(shown(plot.title))
         if plot.kind == "topk" and len(d["series"]) <= 6:
             ax.legend(fontsize=8, loc="lower right")
         elif plot.kind != "matrix":

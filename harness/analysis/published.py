@@ -97,7 +97,9 @@ def read_published_table(path: str | Path) -> PublishedTable:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputFileError(path, f"invalid TOML: {exc}") from None
+        raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise InputFileError(path, "TOML nested too deeply") from None
 
     def fail(problem: str, row: int | None = None):
         where = f"rows[{row}]: " if row is not None else ""

@@ -257,15 +257,17 @@ def format_seen(result: SeenUnseen) -> str:
     """Tables of seen / unseen accuracy, one per split."""
     from tabulate import tabulate
 
-    lines = [f"Seen and unseen in {', '.join(result.training)}:"]
+    from harness.results.report import markdown_text
+
+    lines = [f"Seen and unseen in {', '.join(markdown_text(t) for t in result.training)}:"]
     for split in result.splits:
         seen, unseen = result.counts[split.kind]
         how = "macro over parts" if split.macro else "over questions"
         lines += ["", f"{split.kind}: {seen} questions seen, {unseen} unseen ({how})"
-                  + (f"; seen parts: {', '.join(split.parts_seen) or 'none'}" if split.macro else "")]
+                  + (f"; seen parts: {', '.join(markdown_text(x) for x in split.parts_seen) or 'none'}" if split.macro else "")]
         headers = ["system"] + [f"{side} top-{k}" for side in ("seen", "unseen") for k in result.ks]
         rows = [
-            [system] + ["–" if (v := kinds[split.kind][side][k]) is None else f"{100 * v:.2f}" for side in ("seen", "unseen") for k in result.ks]
+            [markdown_text(system)] + ["–" if (v := kinds[split.kind][side][k]) is None else f"{100 * v:.2f}" for side in ("seen", "unseen") for k in result.ks]
             for system, kinds in result.accuracy.items()
         ]
         lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))

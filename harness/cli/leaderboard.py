@@ -13,11 +13,12 @@ from harness.util.paths import LEADERBOARD_FILE, default_results_dir
 #: The leaderboard's plots live in this folder next to the markdown file.
 PLOT_DIR = "plots"
 
-_LINK = re.compile(r"\[([^\]]+\.json)\]\(")
+#: A link to a result file; its text is the file's name as markdown writes it (escapes included).
+_LINK = re.compile(r"\[((?:\\.|[^\[\]\\\n])+?\.json)\]\(")
 
 
 def _rows(markdown: str) -> set[str]:
-    """The result files a leaderboard links to (one per row)."""
+    """The result files a leaderboard links to (one per row), by their names as the markdown writes them."""
     return set(_LINK.findall(markdown))
 
 
@@ -34,7 +35,8 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     """
     from harness import registry
     from harness.analysis.plots import drawn_with, standard_plots, sync_plot_dir
-    from harness.results.leaderboard import latest, render
+    from harness.results.leaderboard import newest, render
+    from harness.results.report import one_line
     from harness.results.schema import read_results
     from harness.util.atomic import write_text_atomic
 
@@ -49,7 +51,13 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     if not results_dir.is_dir():
         raise HarnessError(f"--results-dir {results_dir}: no such folder")
     results = read_results(results_dir)
-    plots = standard_plots(latest(results))
+    chosen, superseded = newest(results)
+    for old, new in sorted(superseded, key=lambda pair: str(pair[0].path)):
+        click.echo(
+            f"harness: note: {one_line(old.path)} is not shown: {one_line(new.path)} holds the same configuration "
+            f"and is newer by its recorded time ('created')", err=True,
+        )
+    plots = standard_plots(chosen)
     plot_dir = output.parent / PLOT_DIR
     images: dict[str, list[str]] = {}
     for stem, plot in plots.items():
@@ -83,7 +91,12 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
         )
         click.echo(f"{output} is up to date ({len(results)} result files, {len(plots)} plots){note}")
         return
-    lost = sorted(_rows(current) - _rows(markdown)) if current is not None else []
+    from harness.results.report import markdown_text
+
+    # a row whose file is still there was superseded by a newer result of its configuration (the
+    # section's note names it): not lost
+    present = {markdown_text(p.name) for p in results_dir.glob("*.json")}
+    lost = sorted(_rows(current) - _rows(markdown) - present) if current is not None else []
     if lost and not force:
         shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
         raise HarnessError(

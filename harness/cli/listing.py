@@ -30,18 +30,39 @@ def _usage(spec) -> str:
 
 @click.command("plugins")
 def plugins_command() -> None:
-    """List installed plugins with their versions and hooks, and every failure: plugins that did
-    not load and hooks that raised (each plugin's registrations are collected to find them)."""
+    """List installed plugins with their versions and hooks, and every failure on the failing
+    plugin's line: a plugin that did not load (the reason), and each hook that raised, registered
+    a wrong record, a name another plugin registers, or left something out (the hook and the
+    error). Every registry is collected to find them."""
     from harness.plugins import loaded_plugins
 
     loaded = loaded_plugins()
     loaded.notify = None  # listed below instead of warned about
-    for kind in KINDS:
-        registry(kind)
+    clashes: dict[str, list[str]] = {}  # the first plugin of a clash: its failure is the other's
+    for kind, info in KINDS.items():
+        for name, owners in registry(kind).conflicts.items():
+            others = " and ".join(repr(o) for o in owners[1:])
+            clashes.setdefault(owners[0], []).append(
+                f"  UNUSABLE IN {info.hook}: {info.noun} {name!r} is also provided by {others}"
+            )
+    lines: list[tuple[str, str, str]] = []
+    shown = set()
     for p in loaded.plugins:
-        click.echo(f"{p.name}  {p.distribution} {p.version}  ({p.module})  hooks: {', '.join(p.hooks) or '-'}")
+        failures = [f for f in loaded.failures if (f.name, f.distribution) == (p.name, p.distribution) and f.stage != "load"]
+        shown.update(id(f) for f in failures)
+        line = f"{p.name}  {p.distribution} {p.version}  ({p.module})  hooks: {', '.join(p.hooks) or '-'}"
+        line += "".join(f"  FAILED IN {f.stage}: {f.error}" for f in failures) + "".join(clashes.get(p.name, ()))
+        lines.append((p.name, p.distribution, line))
+    unlisted: dict[tuple[str, str, str], list] = {}
     for f in loaded.failures:
-        stage = "FAILED TO LOAD" if f.stage == "load" else f"FAILED IN {f.stage}"
-        click.echo(f"{f.name}  {f.distribution} {f.version}  {stage}: {f.error}")
-    if not loaded.plugins and not loaded.failures:
+        if id(f) not in shown:
+            unlisted.setdefault((f.name, f.distribution, f.version), []).append(f)
+    for (name, distribution, version), failures in unlisted.items():
+        problems = "  ".join(
+            ("FAILED TO LOAD" if f.stage == "load" else f"FAILED IN {f.stage}") + f": {f.error}" for f in failures
+        )
+        lines.append((name, distribution, f"{name}  {distribution} {version}  {problems}"))
+    for _, _, line in sorted(lines, key=lambda item: item[:2]):
+        click.echo(line)
+    if not lines:
         click.echo("no plugins installed")

@@ -12,7 +12,7 @@ from harness.util.paths import default_results_dir
 @click.command("reproduce")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to check (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--tolerance", type=click.FloatRange(0, 100), default=None, metavar="POINTS", help="Largest allowed |ours - published| in percentage points for every row, replacing the tables' rules (2 = two points). Before, this was a fraction: a value below 1 is read as points, so an old --tolerance 0.02 is now stricter, never looser.")
-@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference.")
+@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
 @click.option("--runs", "published_runs", is_flag=True, help="First fetch, score and record every published run (`harness list runs`), then check each against its published row.")
 @click.option("--run", "run_names", multiple=True, metavar="NAME", help="Like --runs, for the published run NAME only (repeatable).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars (--runs).")
@@ -25,6 +25,11 @@ def reproduce(
     Lists every comparison (OK or DRIFT) and the published rows a harness retriever should
     reproduce that have no result yet. Published tables come from plugins (`harness list published`).
 
+    A result file that cannot be read or is inconsistent, a published table left out (malformed,
+    or a name given twice), and a plugin that failed to load or to register its tables are each
+    named in a warning and skipped alone; with --check any of them fails the command (exit 1),
+    as the comparisons they would have made are missing.
+
     \b
     Allowed |ours - published|, in percentage points, by the table's kind:
       reproduction  (pyserini's reproductions, our own earlier results): 0.02,
@@ -34,9 +39,9 @@ def reproduce(
     """
     from harness import registry
     from harness.analysis.published import checks, format_checks
+    from harness.errors import HarnessError, InputFileError, warn
+    from harness.plugins import loaded_plugins
     from harness.results.schema import read_results
-
-    from harness.errors import HarnessError
 
     folder = results_dir or default_results_dir()
     reproduced = None
@@ -44,18 +49,32 @@ def reproduce(
         reproduced = _reproduce_runs(folder, run_names, not no_progress)
     if not folder.is_dir():
         raise HarnessError(f"--results-dir {folder}: no such folder")
-    tables = list(registry.registry("published"))
-    results = read_results(folder)
+    published = registry.registry("published")
+    # what may be missing from the comparisons: plugins that did not load (their tables are
+    # unknown), and whatever the published tables' hooks failed on or left out (named as it happened)
+    incomplete = [f.describe() for f in loaded_plugins().failures_in("load")] + list(published.failures)
     if reproduced is not None:  # with --runs, each run's result against its own published row
         tables, results = reproduced[:2]
+        incomplete += registry.registry("runs").failures
+    else:
+        unreadable: list[InputFileError] = []
+
+        def skip(error: InputFileError) -> None:
+            warn(f"{error}; this result is not compared")
+            unreadable.append(error)
+
+        tables, results = list(published), read_results(folder, on_error=skip)
+        incomplete += [str(error) for error in unreadable]
     done, missing = checks(tables, results)
     click.echo(format_checks(done, missing, tolerance), nl=False)
     drift = [c for c in done if not c.within(tolerance)]
     if check and drift:
         bound = "their tables' allowed difference" if tolerance is None else f"{tolerance:g} points"
         click.echo(f"{len(drift)} of {len(done)} comparisons drift by more than {bound}", err=True)
-        raise click.exceptions.Exit(1)
-    if check and reproduced is not None and reproduced[2]:
+    if check and incomplete:
+        more = f" and {len(incomplete) - 1} more (see the warnings)" if len(incomplete) > 1 else ""
+        click.echo(f"the check is incomplete, what could not be read is not compared: {incomplete[0]}{more}", err=True)
+    if check and (drift or incomplete or (reproduced is not None and reproduced[2])):
         raise click.exceptions.Exit(1)
 
 

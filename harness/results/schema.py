@@ -9,7 +9,8 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
                 "parts": [{"name", "questions"}],
                 "corpus": {"name", "passages", "fingerprint"}},
       "retriever": {"name", "plugin", "parameters": {...}},
-      "reranker": {"name", "plugin", "parameters": {...}, "depth"},   # optional: a second stage
+      "reranker": {"name", "plugin", "parameters": {...}, "depth",    # optional: a second stage
+                   "reranked"},                             # optional: the most it re-ranked, if less
       "matcher": "dpr-has-answer/1",
       "k": [1, 5, 20, 100],
       "depth": 100,                                         # passages retrieved per question
@@ -26,8 +27,12 @@ Everything in ``metrics`` is derived from ``first_hit_ranks``; readers that need
 
 A re-ranked run is a chain: ``retriever`` is the first stage (its parameters as without
 re-ranking), ``reranker`` the re-ranker that re-ordered its top ``reranker.depth`` hits (at most
-``depth``). The configuration, and so the leaderboard row and the file name, covers both; results
-without ``reranker`` keep the keys and file names they always had.
+``depth``). A question whose first stage had fewer hits has only those re-ranked: when no
+question had ``reranker.depth``, ``reranker.reranked`` is the most any question had
+(``min(depth, hits)``, the largest over the questions), and labels show it. The configuration, and so
+the leaderboard row and the file name, covers both stages (``reranked`` aside: it is what the
+configuration did, not part of it); results without ``reranker`` keep the keys and file names they
+always had.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +107,8 @@ class Result:
 
 
 def config_digest(retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None) -> str:
+    if reranker is not None:
+        reranker = {key: value for key, value in reranker.items() if key != "reranked"}
     chain = [retriever, parameters] if reranker is None else [retriever, parameters, reranker]
     blob = json.dumps(chain, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:8]
@@ -114,7 +121,8 @@ _LABEL_KEYS = ("model", "path", "checkpoint")
 def chain_label(retriever: str, reranker: Mapping[str, Any] | None) -> str:
     """``RETRIEVER``, or ``RETRIEVER » RERANKER(MODEL, top-N)`` for a re-ranked run: MODEL is the
     last part of the re-ranker's ``model`` (or ``path``) parameter without a content digest, N how
-    many first-stage hits it re-ranked (two depths are two configurations)."""
+    many first-stage hits it re-ranked (two depths are two configurations): ``top-5 of 100 asked``
+    when no question had more than 5 hits to re-rank (``reranked``)."""
     if not reranker:
         return retriever
     parameters = reranker.get("parameters") or {}
@@ -126,6 +134,9 @@ def chain_label(retriever: str, reranker: Mapping[str, Any] | None) -> str:
             short = value.rsplit("/", 1)[-1]
             break
     depth = f"top-{reranker['depth']}" if "depth" in reranker else ""
+    reranked = reranker.get("reranked")
+    if depth and isinstance(reranked, int) and reranked < reranker["depth"]:
+        depth = f"top-{reranked} of {reranker['depth']} asked"
     inside = ", ".join(x for x in (short, depth) if x)
     return f"{retriever} » {reranker['name']}" + (f"({inside})" if inside else "")
 
@@ -283,6 +294,8 @@ def validate(data: Any, *, source: object) -> None:
         need(isinstance(reranker["parameters"], dict), "'reranker.parameters' must be a JSON object")
         need(_is_int(reranker["depth"]) and 1 <= reranker["depth"] <= MAX_K,
              f"'reranker.depth' must be an integer from 1 to {MAX_K}")
+        need("reranked" not in reranker or (_is_int(reranker["reranked"]) and 0 <= reranker["reranked"] <= reranker["depth"]),
+             "'reranker.reranked' must be an integer from 0 to 'reranker.depth'")
     ks = data["k"]
     need(bool(ks) and all(_is_int(k) and 1 <= k <= depth for k in ks), "'k' must be a non-empty list of integers from 1 to 'depth'")
     need(len(set(ks)) == len(ks), "'k' lists a cutoff twice")
@@ -307,6 +320,57 @@ def validate(data: Any, *, source: object) -> None:
             need(isinstance(by_k, dict) and all(k in by_k and _is_number(by_k[k]) for k in keys),
                  f"{where}.parts.{part} must give a finite number for every k")
     need(all(isinstance(k, str) and _is_number(v) for k, v in data["timings"].items()), "'timings' must map stages to seconds")
+    _check_consistency(data, need)
+
+
+#: Slack when comparing recorded metric values with what the ranks give: JSON keeps a float exactly,
+#: so only another writer's arithmetic can differ, and by far less than this.
+_SLACK = 1e-9
+_CREATED = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+
+
+def _check_consistency(data: Mapping[str, Any], need: Callable[[bool, str], None]) -> None:
+    """Checks that the parts of a result agree with each other, so that a hand-edited or forged
+    file is refused rather than compared: ``created`` is a UTC time (the newest result of a
+    configuration wins by it); every metric gives a value for exactly the cutoffs of ``k`` and the
+    parts of ``suite.parts``, each in [0, 1] (:class:`harness.api.MetricSpec`), with ``macro`` the
+    mean over parts; and the ``accuracy`` metric, the core's own, is what ``first_hit_ranks`` give."""
+    created = data["created"]
+    need(bool(_CREATED.fullmatch(created)) and _valid_time(created),
+         f"'created' must be a UTC time YYYY-MM-DDTHH:MM:SSZ, got {created[:40]!r}")
+    keys = {str(k) for k in data["k"]}
+    part_names = [p["name"] for p in data["suite"]["parts"]]
+    ranks = data["first_hit_ranks"]
+    for metric, values in data["metrics"].items():
+        where = f"'metrics.{metric}'"
+        for extra in sorted(set(values["macro"]) - keys)[:1]:
+            need(False, f"{where}.macro has a value for cutoff {extra[:20]!r}, which 'k' does not list")
+        for extra in sorted(set(values["parts"]) - set(part_names))[:1]:
+            need(False, f"{where}.parts names part {extra[:40]!r}, which 'suite.parts' does not list")
+        for part in part_names:
+            for extra in sorted(set(values["parts"][part]) - keys)[:1]:
+                need(False, f"{where}.parts.{part} has a value for cutoff {extra[:20]!r}, which 'k' does not list")
+        for k in sorted(keys, key=int):
+            by_part = {part: values["parts"][part][k] for part in part_names}
+            for part, value in by_part.items():
+                need(0 <= value <= 1, f"{where}.parts.{part} is {value!r} at k={k}; a metric is from 0 to 1")
+                if metric == "accuracy":
+                    actual = top_k_accuracy(list(ranks[part].values()), int(k))
+                    need(abs(value - actual) <= _SLACK,
+                         f"{where}.parts.{part} is {value!r} at k={k}, but its first-hit ranks give {actual!r}")
+            mean = macro_average(by_part)
+            need(abs(values["macro"][k] - mean) <= _SLACK,
+                 f"{where}.macro is {values['macro'][k]!r} at k={k}, but the mean over its parts is {mean!r}")
+
+
+def _valid_time(text: str) -> bool:
+    from datetime import datetime
+
+    try:
+        datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
 
 
 def read_result(path: str | Path) -> Result:
@@ -318,12 +382,42 @@ def read_result(path: str | Path) -> Result:
         raise InputFileError(path, f"cannot read result file: {getattr(exc, 'strerror', None) or exc}") from None
     data = jsonio.loads(text, source=path)
     validate(data, source=path)
+    _check_file_name(data, path)
     return Result(data, path)
 
 
-def read_results(results_dir: str | Path) -> list[Result]:
-    """Every ``*.json`` result in ``results_dir`` (sorted by file name)."""
+#: A file name in harness's own form, ``SUITE--RETRIEVER--DIGEST.json`` (see :func:`result_filename`).
+_HARNESS_NAME = re.compile(r".+--.+--[0-9a-f]{8}\.json")
+
+
+def _check_file_name(data: Mapping[str, Any], path: Path) -> None:
+    """A file named as harness names results must hold the configuration its name says: the name
+    is what a later run of that configuration replaces, so a renamed or forged file would sit in
+    another configuration's place. Files named otherwise (``a.json``) are the user's choice."""
+    if not _HARNESS_NAME.fullmatch(path.name):
+        return
+    expected = result_filename(
+        data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"], data.get("reranker")
+    )
+    _require(path.name == expected, path,
+             f"the file name does not match the configuration it holds, which harness names {expected}")
+
+
+def read_results(
+    results_dir: str | Path, *, on_error: Callable[[InputFileError], None] | None = None
+) -> list[Result]:
+    """Every ``*.json`` result in ``results_dir`` (sorted by file name). A file that cannot be
+    read or fails validation raises :class:`InputFileError`; with ``on_error`` it is handed to it
+    and left out instead, and the other files are read."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         return []
-    return [read_result(p) for p in sorted(results_dir.glob("*.json"))]
+    results = []
+    for path in sorted(results_dir.glob("*.json")):
+        try:
+            results.append(read_result(path))
+        except InputFileError as error:
+            if on_error is None:
+                raise
+            on_error(error)
+    return results

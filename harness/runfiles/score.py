@@ -16,7 +16,7 @@ from harness import registry
 from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
 from harness.evaluate import build_result, check_metrics, make_context, normalize_question, parse_k
-from harness.scoring.rerank import reranker_record
+from harness.scoring.rerank import most_reranked, reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
 from harness.runfiles.readers import STREAMED_FORMATS, Run, RunHit, RunWarning, read_run
@@ -121,8 +121,9 @@ def score_file(
                     start = time.perf_counter()
                     found = registry.load("rerankers", rerank, rerank_options)
                     context = make_context(loaded, cache_dir=cache_dir, show_progress=show_progress)
+                    reranked = most_reranked(run.rankings.values(), rerank_depth)
                     run = rerank_run(run, loaded, found.value, rerank_depth, context, name=rerank)
-                    reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth)
+                    reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth, reranked)
                     timings["rerank"] = round(time.perf_counter() - start, 4)
                     start = time.perf_counter()
                 ranks = score_run(loaded, run)

@@ -18,21 +18,22 @@ descending score order: top-k for k above ``depth`` still counts exactly the fir
 set, as in pyserini's and UPR's evaluations.
 
 The result file records the chain as ``retriever`` (the first stage) plus ``reranker``
-(:func:`reranker_record`).
+(:func:`reranker_record`): the depth asked for and, when no question had that many first-stage
+hits, the most any question actually had re-ranked (:func:`most_reranked`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from typing import Any
 
 from harness.api import Candidate, Hit, Passage, Reranker, RunContext
 from harness.errors import HarnessError
 from harness.util.progress import progress
 
-__all__ = ["RERANK_BATCH", "check_depth", "default_depth", "rerank_rankings", "reranker_record"]
+__all__ = ["RERANK_BATCH", "check_depth", "default_depth", "most_reranked", "rerank_rankings", "reranker_record"]
 
 #: Questions handed to a re-ranker per ``rerank`` call (progress is reported between batches).
 RERANK_BATCH = 16
@@ -57,10 +58,24 @@ def default_depth(spec: object) -> int:
     return DEFAULT_RERANK_DEPTH if depth is None else depth
 
 
-def reranker_record(name: str, plugin: str, parameters: Mapping[str, Any], depth: int) -> dict[str, Any]:
+def reranker_record(
+    name: str, plugin: str, parameters: Mapping[str, Any], depth: int, reranked: int | None = None
+) -> dict[str, Any]:
     """The result file's ``reranker`` block: which re-ranker, from which plugin, with what
-    parameters, over how many of the first stage's hits."""
-    return {"name": name, "plugin": plugin, "parameters": dict(parameters), "depth": depth}
+    parameters, over how many of the first stage's hits (``depth``, as asked) and, when no
+    question had that many, ``reranked``: the most hits any question actually had re-ranked
+    (:func:`most_reranked`; absent when it is ``depth``)."""
+    record = {"name": name, "plugin": plugin, "parameters": dict(parameters), "depth": depth}
+    if reranked is not None and reranked < depth:
+        record["reranked"] = reranked
+    return record
+
+
+def most_reranked(rankings: Iterable[Sized], depth: int) -> int:
+    """The most first-stage hits :func:`rerank_rankings` re-ranks for any question of
+    ``rankings`` at ``depth``: ``min(depth, hits)`` varies by question; this is its largest (0
+    when no question has a hit)."""
+    return max((min(depth, len(ranking)) for ranking in rankings), default=0)
 
 
 def _checked(

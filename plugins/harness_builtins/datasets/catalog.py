@@ -21,7 +21,35 @@ def spec_dirs() -> list[Path]:
 
 
 def _skip(error: InputFileError) -> None:
+    _left_out(error)
     print(f"harness: warning: {error}; this spec is skipped", file=sys.stderr)
+
+
+#: The registry kind of each spec folder whose files name something a user asks for by name.
+_KIND_OF_FOLDER = {"suites": "suites", "training": "training-data", "runs": "runs"}
+
+
+def _left_out(error: InputFileError) -> None:
+    """Record the spec file of ``error`` as unavailable (:func:`harness.registry.mark_unavailable`)
+    under its file's name and, when it declares one, its ``name``: asking for it then says which
+    file failed and why, instead of suggesting another name."""
+    import tomllib
+
+    from harness.registry import mark_unavailable
+
+    path = Path(str(error.path))
+    kind = _KIND_OF_FOLDER.get(path.parent.name)
+    if kind is None:
+        return
+    names = {path.stem}
+    try:
+        declared = tomllib.loads(path.read_text(encoding="utf-8")).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        declared = None
+    if isinstance(declared, str) and declared.strip():
+        names.add(declared)
+    for name in names:
+        mark_unavailable(kind, name, f"its spec failed to load: {error}")
 
 
 def catalog(*, strict: bool = False) -> SpecCatalog:
@@ -35,27 +63,45 @@ PUBLISHED_DIR = SPEC_DIR / "published"
 
 def published_tables(*, strict: bool = False) -> list:
     """Every published table of :data:`PUBLISHED_DIR` and of ``published/`` in the folders of
-    ``$HARNESS_SPEC_PATH``; a malformed file is reported and left out (``strict``: raised)."""
-    from harness.analysis.published import read_published_table
+    ``$HARNESS_SPEC_PATH``, in that order; ``strict``: the first problem is raised.
 
-    tables = []
+    A malformed file, or a table whose name an earlier file already gave (the built-in table
+    wins over a user folder's, an earlier folder of ``$HARNESS_SPEC_PATH`` over a later one), is
+    left out alone and reported with :func:`harness.registry.skipped` (one line naming the file, the
+    problem, and for a name given twice the other file): inside the ``register_published`` hook it
+    is the plugin's failure there, which ``harness plugins`` lists and which fails ``harness
+    reproduce --check``. Every other table is kept.
+    """
+    from harness.analysis.published import read_published_table
+    from harness.registry import skipped
+
+    tables: dict[str, object] = {}
     for folder in [d / "published" for d in spec_dirs()]:
         for path in sorted(folder.glob("*.toml")):
             try:
-                tables.append(read_published_table(path))
+                table = read_published_table(path)
+                if table.name in tables:
+                    raise InputFileError(
+                        path, f"published table {table.name!r} is also defined in {tables[table.name].source}"
+                    )
             except InputFileError as error:
                 if strict:
                     raise
-                print(f"harness: warning: {error}; this table is skipped", file=sys.stderr)
-    return tables
+                skipped(error)
+                continue
+            tables[table.name] = table
+    return list(tables.values())
 
 
 def published_runs(*, strict: bool = False) -> list:
     """Every published run spec of ``runs/`` in the built-in folder and in the folders of
-    ``$HARNESS_SPEC_PATH``; a malformed file is reported and left out (``strict``: raised)."""
+    ``$HARNESS_SPEC_PATH``; a malformed file, or a run name an earlier file already gave, is left
+    out alone and reported with :func:`harness.registry.skipped` (``strict``: raised)."""
+    from harness.registry import skipped
     from harness.runfiles.published import read_run_specs
 
-    def skip(error: InputFileError) -> None:
-        print(f"harness: warning: {error}; this run is skipped", file=sys.stderr)
+    def left_out(error: InputFileError) -> None:
+        _left_out(error)
+        skipped(error)
 
-    return read_run_specs(spec_dirs(), on_error=None if strict else skip)
+    return read_run_specs(spec_dirs(), on_error=None if strict else left_out)

@@ -20,8 +20,13 @@ def _catalog():
 def _suites(catalog, names: tuple[str, ...], runs: tuple[str, ...] = ()):
     """The suite specs among ``names`` (all when none is given); training set and published run
     names (``runs``) are skipped, any other name is an error."""
+    from harness.registry import UnavailableNameError, unavailable
+
     for name in names:
         if name not in catalog.suites and name not in catalog.training and name not in runs:
+            for kind, noun in (("suites", "suite"), ("training-data", "training set"), ("runs", "published run")):
+                if unavailable(kind, name) is not None:
+                    raise UnavailableNameError(noun, name, unavailable(kind, name))
             raise UnknownNameError(
                 "suite, training set or published run with downloadable data", name, [*catalog.suites, *catalog.training, *runs]
             )
@@ -118,15 +123,15 @@ def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
         path = root / rel
         if not path.exists():
             continue
-        expected = file.sha256 or recorded_sha256(path)
-        try:
-            verify(path, sha256=expected, size=file.size, progress=not no_progress)
+        recorded = None if file.sha256 else recorded_sha256(path)
+        try:  # with no pinned checksum, verify compares with the digest recorded at the first download
+            verify(path, sha256=file.sha256, size=file.size, progress=not no_progress)
         except (ChecksumError, DownloadError) as exc:
             bad += 1
             click.echo(f"BAD  {exc}")
             continue
         checked += 1
-        how = "pinned sha256" if file.sha256 else ("recorded sha256" if expected else "no checksum known")
+        how = "pinned sha256" if file.sha256 else ("recorded sha256" if recorded else "no checksum known: recorded now")
         click.echo(f"ok   {path} ({how})")
     click.echo(f"{checked} file(s) ok, {bad} bad, under {root}")
     if bad:
@@ -168,12 +173,12 @@ def make_training_command(suite, retriever, options, negatives, depth, output, c
     Example: harness data make-training --suite demo-train --retriever bm25 --output train.json
     """
     from harness import registry
+    from harness.data.passages import check_output
     from harness.data.training import suite_training_examples, write_training_examples
     from harness.evaluate import make_context
 
     found = registry.resolve("retrievers", retriever, parse_options(options))  # names checked before any work
-    if output.exists() and output.is_dir():
-        raise HarnessError(f"--output {output} is a folder")
+    check_output(output, what="--output")  # before the retrieval, which may take hours
     loaded_suite = registry.suites().get(suite).load()
     model = registry.load("retrievers", retriever, found.options).value
     context = make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=not no_progress)
