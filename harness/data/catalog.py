@@ -207,16 +207,11 @@ def _common(fields: _Fields) -> dict[str, Any]:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
+    from harness.util.jsonio import read_text
+
+    text = read_text(path, what="spec", prefix="")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read spec: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFileError(path, "not UTF-8 text", line=data.count(b"\n", 0, exc.start) + 1) from None
-    try:
-        return tomllib.loads(text.removeprefix("\ufeff"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split())}") from None
     except RecursionError:

@@ -123,18 +123,7 @@ def _read_record(path: Path) -> Any:
     JSON are one-line errors naming the file and the line."""
     from harness.util import jsonio
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(path, f"unreadable training record: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InputFileError(path, f"unreadable training record: not UTF-8 text (byte {column} of the line)",
-                             line=line) from None
-    return jsonio.loads(text.removeprefix("\ufeff"), source=path)
+    return jsonio.load_file(path, what="training record")
 
 
 def write_checkpoint_record(directory: str | Path, record: Mapping[str, Any]) -> Path:

@@ -198,3 +198,44 @@ def check_complete(directory: str | os.PathLike) -> str | None:
         if actual != size:
             return f"{name} has {actual} bytes, {size} were written"
     return None
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike, busy: str, *, sidecar: bool = False) -> Iterator[None]:
+    """Hold an exclusive, non-blocking ``flock`` on ``path`` for the block; when another process
+    holds it, :class:`~harness.errors.HarnessError` with the one line ``busy``.
+
+    ``path`` is a folder (locked itself, left in place), or with ``sidecar`` a lock file created
+    for the block and removed at its end, while still held. A lock taken on a sidecar that its
+    previous holder removed meanwhile is taken again on the file there now, so two processes never
+    both believe they hold it. The lock is the kernel's: a killed holder releases it."""
+    import fcntl
+
+    from harness.errors import HarnessError
+
+    path = Path(path)
+    while True:
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o666) if sidecar else os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise HarnessError(f"{path}: cannot open it to lock it: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(handle)
+            raise HarnessError(busy) from None
+        if not sidecar:
+            break
+        try:
+            if os.path.samestat(os.fstat(handle), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(handle)
+    try:
+        yield
+    finally:
+        if sidecar:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        os.close(handle)

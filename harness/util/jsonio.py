@@ -21,14 +21,28 @@ def loads(text: str | bytes, *, source: object, line: int | None = None) -> Any:
         raise InputFileError(source, "JSON nested too deeply", line=line) from None
 
 
-def load_file(path, *, what: str = "file") -> Any:
-    """The JSON value in the file at ``path``; unreadable bytes and invalid JSON are one-line
-    errors naming the file (``what`` says what it should have been)."""
+def read_text(path, *, what: str = "file", prefix: str | None = None) -> str:
+    """The UTF-8 text of the small file at ``path`` (a leading byte-order mark dropped): an
+    unreadable file, and bytes that are not UTF-8 (``FILE:LINE: PREFIXnot UTF-8 text (byte N of
+    the line)``, the true line of the first bad byte), are one-line errors naming ``what`` it should
+    have been (``prefix``: ``"unreadable WHAT: "`` unless given)."""
+    prefix = f"unreadable {what}: " if prefix is None else prefix
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"unreadable {what}: {exc}") from None
-    return loads(text, source=path)
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputFileError(path, f"unreadable {what}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputFileError(path, f"{prefix}not UTF-8 text (byte {column} of the line)", line=line) from None
+
+
+def load_file(path, *, what: str = "file") -> Any:
+    """The JSON value in the file at ``path``; unreadable bytes (:func:`read_text`) and invalid
+    JSON are one-line errors naming the file and the line (``what`` says what it should have been)."""
+    return loads(read_text(path, what=what), source=path)
 
 
 def iter_array(stream, *, source: object, chunk_size: int = 1 << 20, lines: bool = False):

@@ -354,41 +354,20 @@ def _resume(path: Path, settings: dict[str, Any]) -> bool:
 
 @contextlib.contextmanager
 def _output_lock(output: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``OUTPUT.lock`` (``flock``) while the run writes ``output`` and its
-    partial and meta files; another run holding it is a one-line error. The lock file is removed
-    while still held, and a lock taken on a file removed meanwhile is taken again on the new one."""
-    import fcntl
-
+    """Hold an exclusive lock on ``OUTPUT.lock`` while the run writes ``output`` and its partial
+    and meta files (:func:`harness.util.atomic.exclusive_lock`, a sidecar removed at the end);
+    another run holding it is a one-line error."""
     from harness.data.passages import write_error
+    from harness.util.atomic import exclusive_lock
 
     lock = output.with_name(output.name + ".lock")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise write_error(output, exc) from None
-    while True:
-        try:
-            handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise write_error(lock, exc, what="lock file") from None
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(handle)
-            raise HarnessError(f"{output} is being written by another generate-questions run (it holds {lock.name}); "
-                               "wait for it to end, or write to another output") from None
-        try:
-            if os.path.samestat(os.fstat(handle), os.stat(lock)):
-                break
-        except FileNotFoundError:
-            pass
-        os.close(handle)  # the holder before us removed that file: lock the one there now
-    try:
+    with exclusive_lock(lock, f"{output} is being written by another generate-questions run (it holds {lock.name}); "
+                              "wait for it to end, or write to another output", sidecar=True):
         yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock.unlink()
-        os.close(handle)
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:

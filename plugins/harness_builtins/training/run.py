@@ -12,7 +12,6 @@ rank 0 writes.
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from harness import __version__, registry
 from harness.errors import HarnessError
 from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
-from harness.util.atomic import atomic_dir, write_bytes_atomic
+from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
 from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
@@ -84,38 +83,29 @@ def train(settings: TrainSettings) -> Path:
 
 @contextlib.contextmanager
 def output_lock(output: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the output folder (rank 0, ``flock`` on the folder itself) while
-    the run writes into it: a second training into the same folder stops with one line, on every
-    process of its launch. The folder is created for the lock once it passed
+    """Hold an exclusive lock on the output folder (rank 0; :func:`harness.util.atomic.exclusive_lock`
+    on the folder itself) while the run writes into it: a second training into the same folder stops
+    with one line, on every process of its launch. The folder is created for the lock once it passed
     :func:`~.plan.check_output_folder`, and removed again when the run leaves it empty."""
-    import fcntl
-
-    created = False
-    handle = None
-    with rank_zero_first("taking the output folder") as first:
-        if first:
-            check_output_folder(output)
-            created = not output.exists()
-            try:
-                output.mkdir(parents=True, exist_ok=True)
-                handle = os.open(output, os.O_RDONLY)
-            except OSError as exc:
-                raise HarnessError(f"--output {output}: cannot create or open it: {exc.strerror or exc}") from None
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(handle)
-                raise HarnessError(f"--output {output} is being written by another training (it holds the folder's lock); "
-                                   "wait for it to end, or choose another --output") from None
-    try:
+    with contextlib.ExitStack() as held:
+        with rank_zero_first("taking the output folder") as first:
+            if first:
+                check_output_folder(output)
+                created = not output.exists()
+                try:
+                    output.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise HarnessError(f"--output {output}: cannot create it: {exc.strerror or exc}") from None
+                if created:  # last out (the lock released after): only when the run left it empty
+                    held.callback(_remove_if_empty, output)
+                held.enter_context(exclusive_lock(output, f"--output {output} is being written by another training "
+                                                          "(it holds the folder's lock); wait for it to end, or choose another --output"))
         yield
-    finally:
-        if handle is not None:
-            if created:
-                with contextlib.suppress(OSError):
-                    output.rmdir()  # only when empty: a run that failed before writing anything
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            os.close(handle)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def run_stage(stage: Stage) -> None:
