@@ -27,6 +27,29 @@ def test_registries():
         yield
 
 
+#: Settings a user's (or CI's) environment may carry that change what the tests expect; each test
+#: starts without them and sets the ones it exercises. HARNESS_CACHE_DIR and HARNESS_JAVA_HOME stay:
+#: they say where things are, not how the harness behaves.
+_BEHAVIOUR_ENV = (
+    "HARNESS_STRICT_PLUGINS",
+    "HARNESS_DISABLE_PLUGINS",
+    "HARNESS_SPEC_PATH",
+    "HARNESS_ART_MIRROR",
+    "HARNESS_RESULTS_DIR",
+    "HARNESS_DATA_DIR",
+    "HARNESS_OFFLINE",
+    "HARNESS_DEBUG",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_behaviour_env(monkeypatch):
+    """Tests do not depend on the settings of the shell that runs them (CI exports
+    ``HARNESS_STRICT_PLUGINS=1``)."""
+    for name in _BEHAVIOUR_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
 #: The distribution whose plugins the tests run with; other installed plugins are left out.
 OWN_DISTRIBUTION = "odqa-harness"
 
