@@ -246,8 +246,9 @@ def test_plot_labels_tell_repeated_names_apart_by_variant_else_digest(tmp_path):
         write_result(doc, tmp_path)
     results = sorted(read_results(tmp_path), key=lambda r: (r.label, str(r.parameters)))
     shown = labels(results)
-    assert shown[0] == "bm25" and shown[1] == "trained (dpr)"
-    assert shown[2].startswith("trained (") and shown[2] != "trained (flip)" and shown[2] != shown[3]
+    # trained results: the variant and the configuration digest, as compare and the leaderboard show them
+    assert shown[0] == "bm25" and shown[1] == f"trained: dpr ({results[1].config_key()})"
+    assert shown[2].startswith("trained: flip (") and shown[3].startswith("trained: flip (") and shown[2] != shown[3]
     # the leaderboard's bar chart keeps the best configurations only
     many = [make_result(f"r{i}", params={"i": i}, ranks={"P1": {"a": i % 3, "b": None}, "P2": {"c": 0, "d": i}}) for i in range(9)]
     folder = tmp_path / "many"

@@ -12,8 +12,24 @@ interval (questions resampled within each part; :mod:`harness.analysis.stats`). 
   randomisation test of that macro difference.
 
 Every p-value of one comparison is one family: Holm's correction is applied across all of them
-(pairs x (cutoffs + 1)). Random draws come from a seed per statistic, derived from ``seed`` and the
-statistic's name (systems, cutoff), so adding a system never changes another's numbers.
+(pairs x (cutoffs + 1)). With ``by_part`` each pair also gets, in each part, the same statistics
+on that part's questions alone (the difference with its paired bootstrap interval, the exact McNemar
+test at each cutoff, the randomisation test of MRR), from the same functions; those per-part tests
+are a second family, Holm-corrected among themselves, so asking for them never changes the overall
+numbers. Random draws come from a seed per statistic, derived from ``seed`` and the statistic's name
+(systems, cutoff, part), so adding a system never changes another's numbers.
+
+Systems are named by :func:`harness.results.labels.result_label` (a trained checkpoint by its
+variant, training data and configuration digest), as ``harness plot`` and the leaderboard name
+them; a system (and ``baseline``) may be named by its result file, its label, or a retriever name
+that only one compared result has.
+
+An interval is *degenerate* when every resample gives the same value: every question (within each
+part) has the same outcome, e.g. all 42 questions of a part hit at k = 100. Such an interval is a
+single point that says nothing of the uncertainty; the text output marks it with the reason.
+
+p-values are printed in one format (:func:`format_p`): four decimals from 0.001 up, scientific
+notation with two significant digits below; ``to_json`` keeps the raw floats.
 
 The text output's tables are markdown: names from result files (systems, suite, parts) are
 written through :func:`harness.results.report.markdown_text`.
@@ -22,7 +38,7 @@ written through :func:`harness.results.report.markdown_text`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -31,6 +47,7 @@ import numpy as np
 
 from harness.analysis import stats
 from harness.errors import HarnessError
+from harness.results.labels import require_distinct, result_label, unique_labels
 from harness.results.leaderboard import pick_newest
 from harness.results.report import markdown_text, one_line
 from harness.results.schema import Result, read_result, read_results
@@ -41,19 +58,23 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class System:
-    """A compared configuration: its label (unique within one comparison) and its result."""
+    """A compared configuration: its label (unique within one comparison), its result, and how
+    it was named on the command line (a file or a name), if it was."""
 
     label: str
     result: Result
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate (fraction) and its confidence interval."""
+    """A point estimate (fraction) and its confidence interval; ``degenerate`` says why, when
+    every resample gave the same value (the interval is then a single point)."""
 
     value: float
     low: float
     high: float
+    degenerate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,8 @@ class PairTest:
     p_holm: float = 1.0
     a_only: int | None = None
     b_only: int | None = None
+    #: The part whose questions alone were tested (``by_part``), or None for the whole suite.
+    part: str | None = None
 
     @property
     def significant(self) -> bool:
@@ -89,10 +112,22 @@ class Comparison:
     accuracy_by_part: dict[str, dict[int, dict[str, Estimate]]] = field(default_factory=dict)
     mrr: dict[str, Estimate] = field(default_factory=dict)
     pairs: list[PairTest] = field(default_factory=list)
+    #: Per-part tests (``by_part``): their own Holm family; None when not asked for.
+    pairs_by_part: list[PairTest] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        def est(e: Estimate) -> dict[str, float]:
-            return {"value": e.value, "low": e.low, "high": e.high}
+        def est(e: Estimate) -> dict[str, Any]:
+            return {"value": e.value, "low": e.low, "high": e.high, "degenerate": e.degenerate}
+
+        def pair(t: PairTest) -> dict[str, Any]:
+            out = {
+                "a": t.a, "b": t.b, "measure": t.measure, "difference": est(t.difference), "test": t.test,
+                "a_only": t.a_only, "b_only": t.b_only, "p": t.p_value, "p_holm": t.p_holm,
+                "significant": t.significant,
+            }
+            if t.part is not None:
+                out = {"part": t.part, **out}
+            return out
 
         return {
             "suite": self.suite["name"],
@@ -114,14 +149,8 @@ class Comparison:
                 }
                 for s in self.systems
             ],
-            "pairs": [
-                {
-                    "a": t.a, "b": t.b, "measure": t.measure, "difference": est(t.difference), "test": t.test,
-                    "a_only": t.a_only, "b_only": t.b_only, "p": t.p_value, "p_holm": t.p_holm,
-                    "significant": t.significant,
-                }
-                for t in self.pairs
-            ],
+            "pairs": [pair(t) for t in self.pairs],
+            **({"pairs_by_part": [pair(t) for t in self.pairs_by_part]} if self.pairs_by_part is not None else {}),
         }
 
 
@@ -130,8 +159,16 @@ def _rng(seed: int, *names: object):
     return stats.seeded(seed, *names)
 
 
+def _names(result: Result) -> set[str]:
+    """What a system may be called on the command line: its label (:func:`result_label`), its
+    retriever's (chain's) name, and either with the configuration digest."""
+    label, key = result_label(result), result.config_key()
+    return {label, result.label, f"{result.label} ({key})", f"{label} ({key})"}
+
+
 def find_result(reference: str, *, suite: str | None, results: Sequence[Result]) -> Result:
-    """A result file path, or a retriever name (as the leaderboard shows it) among ``results``."""
+    """A result file path, or a label or retriever name (as compare, plot and the leaderboard show
+    it) among ``results``. A name several configurations share is refused with their labels."""
     path = Path(reference)
     if reference.endswith(".json") or path.is_file():
         if not path.is_file():
@@ -139,37 +176,67 @@ def find_result(reference: str, *, suite: str | None, results: Sequence[Result])
         return read_result(path)
     if suite is None:
         raise HarnessError(f"{reference!r} is not a result file; to look results up by retriever name, give --suite")
-    matches = [r for r in results if r.suite == suite and r.label == reference]
+    of_suite = [r for r in results if r.suite == suite]
+    matches = [r for r in of_suite if reference in _names(r)]
     if not matches:
-        known = sorted({r.label for r in results if r.suite == suite})
+        known = sorted({result_label(r) for r in of_suite})
         hint = f" (results of {suite}: {', '.join(one_line(k) for k in known)})" if known else f" (no results of suite {suite})"
         raise HarnessError(f"no result of {reference!r} on suite {suite}{hint}")
-    configs = {r.config_key() for r in matches}
+    configs: dict[str, list[Result]] = {}
+    for r in matches:
+        configs.setdefault(r.config_key(), []).append(r)
     if len(configs) > 1:
-        files = ", ".join(sorted(one_line(r.path.name) for r in matches if r.path))
-        raise HarnessError(f"{reference!r} on {suite} has {len(configs)} configurations ({files}): name the result file")
+        labels = dict(zip((id(r) for r in matches), unique_labels(matches)))
+        each = "; ".join(
+            sorted(f"{one_line(labels[id(group[0])])} ({', '.join(sorted(one_line(r.path.name) for r in group if r.path))})"
+                   for group in configs.values())
+        )
+        raise HarnessError(
+            f"{reference!r} on {suite} has {len(configs)} configurations: name one by its label or result file: {each}"
+        )
     return pick_newest(matches)
 
 
 def load_systems(references: Sequence[str], *, suite: str | None, results_dir: Path) -> list[System]:
-    """Resolve each reference (file or name) and give each a unique label."""
+    """Resolve each reference (file, label or name) and give each a unique label
+    (:func:`harness.results.labels.unique_labels`); the same result named twice is refused,
+    naming both files."""
     by_name = any(not r.endswith(".json") and not Path(r).is_file() for r in references)
     if by_name and not Path(results_dir).is_dir():
         raise HarnessError(f"--results-dir {results_dir}: no such folder (results named by retriever are looked up there)")
     pool = read_results(results_dir) if by_name else []
     chosen = [find_result(ref, suite=suite, results=pool) for ref in references]
-    labels = [r.label for r in chosen]
-    systems = []
-    for ref, result, label in zip(references, chosen, labels):
-        if labels.count(label) > 1:
-            label = f"{label} ({result.config_key()})"
-        systems.append(System(label, result))
-    seen: dict[str, str] = {}
-    for ref, s in zip(references, systems):
-        if s.label in seen:
-            raise HarnessError(f"{ref} and {seen[s.label]} are the same result; compare different ones")
-        seen[s.label] = ref
-    return systems
+    labels = unique_labels(chosen)
+    require_distinct(chosen, labels, what="compared")
+    return [System(label, result, ref) for ref, result, label in zip(references, chosen, labels)]
+
+
+def resolve_system(name: str, systems: Sequence[System], *, option: str = "--baseline") -> str:
+    """The label of the system ``name`` names: its label, its result file (any spelling of the
+    path), the reference it was given by, or a retriever name only one of them has."""
+    labels = [s.label for s in systems]
+    if name in labels:
+        return name
+    path = Path(name)
+    if name.endswith(".json") or path.is_file():
+        try:
+            wanted = path.resolve()
+        except OSError:
+            wanted = path
+        for s in systems:
+            if s.result.path is not None and Path(s.result.path).resolve() == wanted:
+                return s.label
+        raise HarnessError(f"{option} {name}: not one of the compared result files ({', '.join(one_line(_name(s)) for s in systems)})")
+    for s in systems:
+        if s.reference is not None and s.reference == name:
+            return s.label
+    named = [s for s in systems if name in _names(s.result)]
+    if len(named) == 1:
+        return named[0].label
+    if len(named) > 1:
+        raise HarnessError(f"{option} {name!r} names {len(named)} of the compared systems "
+                           f"({', '.join(one_line(s.label) for s in named)}): give its label or result file")
+    raise HarnessError(f"{option} {name!r} is not among the compared systems ({', '.join(one_line(x) for x in labels)})")
 
 
 def check_comparable(systems: Sequence[System]) -> None:
@@ -199,6 +266,28 @@ def _name(system: System) -> str:
     return str(system.result.path) if system.result.path else system.label
 
 
+def _degenerate(values: Sequence[np.ndarray], kind: str) -> str | None:
+    """Why every bootstrap resample of ``values`` (per part) gives one value, or None when they do
+    not: every part's questions have one outcome. ``kind``: ``hits``, ``hit-difference``, ``rr``
+    (reciprocal ranks) or ``rr-difference``."""
+    if not all(len(v) and np.all(v == v[0]) for v in values):
+        return None
+    n = sum(len(v) for v in values)
+    firsts = {float(v[0]) for v in values}
+    if len(firsts) > 1:
+        return f"each part's questions all have one outcome, n={n}"
+    x = firsts.pop()
+    if kind == "hits":
+        return f"all n={n} questions hit" if x == 1 else f"no question of n={n} hit"
+    if kind == "hit-difference":
+        if x == 0:
+            return f"A and B agree on all n={n} questions"
+        return f"{'A' if x > 0 else 'B'} alone hits all n={n} questions"
+    if kind == "rr":
+        return f"no question of n={n} hit" if x == 0 else f"all n={n} questions have reciprocal rank {x:.4g}"
+    return f"A and B agree on all n={n} questions" if x == 0 else f"all n={n} questions differ by {x:+.4g}"
+
+
 def compare(
     systems: Sequence[System],
     *,
@@ -209,8 +298,11 @@ def compare(
     resamples: int = stats.RESAMPLES,
     permutations: int = stats.RESAMPLES,
     confidence: float = 0.95,
+    by_part: bool = False,
 ) -> Comparison:
-    """Compare ``systems`` (every pair, or each against ``baseline``); see the module docstring."""
+    """Compare ``systems`` (every pair, or each against ``baseline``: a label, a result file or a
+    name, :func:`resolve_system`); with ``by_part`` also each part's paired tests. See the module
+    docstring."""
     check_comparable(systems)
     depth = min(s.result.depth for s in systems)
     ks = sorted(set(ks or [k for k in systems[0].result.data["k"]]))
@@ -225,8 +317,8 @@ def compare(
     if resamples < 1 or permutations < 1:
         raise HarnessError("resamples and permutations must be positive")
     labels = [s.label for s in systems]
-    if baseline is not None and baseline not in labels:
-        raise HarnessError(f"--baseline {baseline!r} is not among the compared systems ({', '.join(labels)})")
+    if baseline is not None:
+        baseline = resolve_system(baseline, systems)
     out = Comparison(
         suite=systems[0].result.data["suite"], systems=list(systems), ks=ks, mrr_k=mrr_k, seed=seed,
         resamples=resamples, permutations=permutations, confidence=confidence,
@@ -234,44 +326,54 @@ def compare(
     parts = list(systems[0].result.ranks)
     ranks = {s.label: [list(s.result.ranks[p].values()) for p in parts] for s in systems}
 
-    def interval(values: list[np.ndarray], *names: object) -> Estimate:
+    def interval(values: list[np.ndarray], kind: str, *names: object) -> Estimate:
         low, high = stats.bootstrap_ci(values, confidence=confidence, resamples=resamples, rng=_rng(seed, *names))
-        return Estimate(stats.macro_mean(values), low, high)
+        return Estimate(stats.macro_mean(values), low, high, _degenerate(values, kind))
 
     for label in labels:
         out.accuracy[label] = {}
         out.accuracy_by_part[label] = {}
         for k in ks:
             per_part = [stats.hits(r, k) for r in ranks[label]]
-            out.accuracy[label][k] = interval(per_part, "accuracy", label, k)
+            out.accuracy[label][k] = interval(per_part, "hits", "accuracy", label, k)
             out.accuracy_by_part[label][k] = {
-                p: interval([h], "accuracy", label, k, p) for p, h in zip(parts, per_part)
+                p: interval([h], "hits", "accuracy", label, k, p) for p, h in zip(parts, per_part)
             }
-        out.mrr[label] = interval([stats.reciprocal_ranks(r, mrr_k) for r in ranks[label]], "mrr", label, mrr_k)
+        out.mrr[label] = interval([stats.reciprocal_ranks(r, mrr_k) for r in ranks[label]], "rr", "mrr", label, mrr_k)
 
     if baseline is None:
         pairs = list(combinations(labels, 2))
     else:
         pairs = [(other, baseline) for other in labels if other != baseline]
-    tests: list[PairTest] = []
-    for a, b in pairs:
+
+    def pair_tests(a: str, b: str, part: int | None) -> list[PairTest]:
+        """The paired tests of ``a`` and ``b`` over all parts (``part`` None), or over one part's
+        questions alone; the same functions either way, the part in each statistic's seed name."""
+        chosen = range(len(parts)) if part is None else [part]
+        where = () if part is None else (parts[part],)
+        name = None if part is None else parts[part]
+        found = []
         for k in ks:
-            a_hits = [stats.hits(r, k) for r in ranks[a]]
-            b_hits = [stats.hits(r, k) for r in ranks[b]]
-            diff = interval([x - y for x, y in zip(a_hits, b_hits)], "accuracy-difference", a, b, k)
+            a_hits = [stats.hits(ranks[a][i], k) for i in chosen]
+            b_hits = [stats.hits(ranks[b][i], k) for i in chosen]
+            diff = interval([x - y for x, y in zip(a_hits, b_hits)], "hit-difference", "accuracy-difference", a, b, k, *where)
             mc = stats.mcnemar_exact(np.concatenate(a_hits), np.concatenate(b_hits))
-            tests.append(PairTest(a, b, f"top-{k}", diff, "exact McNemar", mc.p_value, a_only=mc.b, b_only=mc.c))
-        a_rr = [stats.reciprocal_ranks(r, mrr_k) for r in ranks[a]]
-        b_rr = [stats.reciprocal_ranks(r, mrr_k) for r in ranks[b]]
+            found.append(PairTest(a, b, f"top-{k}", diff, "exact McNemar", mc.p_value, a_only=mc.b, b_only=mc.c, part=name))
+        a_rr = [stats.reciprocal_ranks(ranks[a][i], mrr_k) for i in chosen]
+        b_rr = [stats.reciprocal_ranks(ranks[b][i], mrr_k) for i in chosen]
         d = [x - y for x, y in zip(a_rr, b_rr)]
-        diff = interval(d, "mrr-difference", a, b, mrr_k)
-        p = stats.paired_randomization(d, permutations=permutations, rng=_rng(seed, "mrr-randomization", a, b, mrr_k))
-        tests.append(PairTest(a, b, f"MRR@{mrr_k}", diff, "paired randomisation", p))
-    adjusted = stats.holm([t.p_value for t in tests])
-    out.pairs = [
-        PairTest(t.a, t.b, t.measure, t.difference, t.test, t.p_value, p, t.a_only, t.b_only)
-        for t, p in zip(tests, adjusted)
-    ]
+        diff = interval(d, "rr-difference", "mrr-difference", a, b, mrr_k, *where)
+        p = stats.paired_randomization(d, permutations=permutations, rng=_rng(seed, "mrr-randomization", a, b, mrr_k, *where))
+        found.append(PairTest(a, b, f"MRR@{mrr_k}", diff, "paired randomisation", p, part=name))
+        return found
+
+    def corrected(tests: list[PairTest]) -> list[PairTest]:
+        adjusted = stats.holm([t.p_value for t in tests])
+        return [replace(t, p_holm=p) for t, p in zip(tests, adjusted)]
+
+    out.pairs = corrected([t for a, b in pairs for t in pair_tests(a, b, None)])
+    if by_part:
+        out.pairs_by_part = corrected([t for a, b in pairs for i in range(len(parts)) for t in pair_tests(a, b, i)])
     return out
 
 
@@ -280,15 +382,30 @@ def _points(value: float, signed: bool = False) -> str:
 
 
 def _ci(e: Estimate) -> str:
-    return f"[{100 * e.low:.2f}, {100 * e.high:.2f}]"
+    interval = f"[{100 * e.low:.2f}, {100 * e.high:.2f}]"
+    return f"{interval} (degenerate: {e.degenerate})" if e.degenerate else interval
 
 
-def _p(p: float) -> str:
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+def format_p(p: float) -> str:
+    """A p-value as every output of compare prints it: four decimals from 0.001 up (``0.0123``,
+    ``1.0000``), else scientific with two significant digits (``2.0e-04``, ``3.6e-20``)."""
+    return f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"
+
+
+_p = format_p
+
+#: The note under tables with a degenerate interval.
+_DEGENERATE_NOTE = (
+    "An interval marked degenerate is a single point because every bootstrap resample gives the same "
+    "value: every question (within each part) has the same outcome, e.g. all of them hit. It does not "
+    "mean there is no uncertainty; the sample cannot show any."
+)
 
 
 def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
-    """The comparison as text: what was computed, a table of estimates, a table of paired tests."""
+    """The comparison as text: what was computed, a table of estimates, a table of paired tests;
+    with ``by_part`` each part's estimates and (when computed: ``compare(by_part=True)``) each
+    part's paired tests. Degenerate intervals say why; p-values are in one format (:func:`format_p`)."""
     from tabulate import tabulate
 
     suite = c.suite
@@ -296,6 +413,25 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     parts = len(suite["parts"])
     level = f"{100 * c.confidence:g}%"
     md = markdown_text
+    shown: list[Estimate] = []
+
+    def cell(e: Estimate, signed: bool = False) -> str:
+        shown.append(e)
+        return f"{_points(e.value, signed)} {_ci(e)}"
+
+    def tests_table(tests: Sequence[PairTest], *, with_part: bool = False) -> str:
+        table = []
+        for t in tests:
+            shown.append(t.difference)
+            table.append(
+                ([md(t.part)] if with_part else [])
+                + [md(t.a), md(t.b), t.measure, _points(t.difference.value, True), _ci(t.difference),
+                   "" if t.a_only is None else f"{t.a_only} / {t.b_only}", format_p(t.p_value), format_p(t.p_holm),
+                   "*" if t.significant else ""]
+            )
+        headers = (["part"] if with_part else []) + ["A", "B", "measure", "A - B", f"{level} CI", "A only / B only", "p", "p (Holm)", ""]
+        return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
     lines = [
         f"{md(suite['name'])}{' (SYNTHETIC)' if suite.get('synthetic') else ''}: {n} questions"
         + (f" in {parts} parts, macro-averaged" if parts > 1 else ""),
@@ -306,15 +442,16 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     ]
     headers = ["system"] + [f"top-{k} {level} CI" for k in c.ks] + [f"MRR@{c.mrr_k}"]
     rows = [
-        [md(s.label)] + [f"{_points(e.value)} {_ci(e)}" for e in c.accuracy[s.label].values()]
-        + [f"{_points(c.mrr[s.label].value)} {_ci(c.mrr[s.label])}"]
+        [md(s.label)] + [cell(e) for e in c.accuracy[s.label].values()] + [cell(c.mrr[s.label])]
         for s in c.systems
     ]
     lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    if by_part and parts == 1:
+        lines += ["", "(one part: its numbers are the ones above)"]
     if by_part and parts > 1:
         for k in c.ks:
             table = [
-                [md(p)] + [f"{_points(e.value)} {_ci(e)}" for e in (c.accuracy_by_part[s.label][k][p] for s in c.systems)]
+                [md(p)] + [cell(e) for e in (c.accuracy_by_part[s.label][k][p] for s in c.systems)]
                 for p in c.accuracy_by_part[c.systems[0].label][k]
             ]
             lines += ["", f"top-{k} by part:", tabulate(table, headers=["part"] + [md(s.label) for s in c.systems], tablefmt="github", disable_numparse=True)]
@@ -326,12 +463,19 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
         f"difference ({c.permutations:,} permutations, exact when fewer sign patterns exist). Differences are A - B "
         f"in points with {level} paired bootstrap intervals.",
         "",
+        tests_table(c.pairs),
     ]
-    table = [
-        [md(t.a), md(t.b), t.measure, _points(t.difference.value, True), _ci(t.difference),
-         "" if t.a_only is None else f"{t.a_only} / {t.b_only}", _p(t.p_value), _p(t.p_holm), "*" if t.significant else ""]
-        for t in c.pairs
-    ]
-    headers = ["A", "B", "measure", "A - B", f"{level} CI", "A only / B only", "p", "p (Holm)", ""]
-    lines.append(tabulate(table, headers=headers, tablefmt="github", disable_numparse=True))
+    if by_part and parts > 1 and c.pairs_by_part is not None:
+        lines += [
+            "",
+            f"Paired tests by part ({len(c.pairs_by_part)}): the same tests and intervals on each part's questions "
+            f"alone; p-values Holm-corrected across these per-part tests (a family of their own, so the overall "
+            f"numbers above do not change); * where corrected p <= {ALPHA}.",
+        ]
+        measures = list(dict.fromkeys(t.measure for t in c.pairs_by_part))
+        for measure in measures:
+            lines += ["", f"{measure} differences by part:",
+                      tests_table([t for t in c.pairs_by_part if t.measure == measure], with_part=True)]
+    if any(e.degenerate for e in shown):
+        lines += ["", _DEGENERATE_NOTE]
     return "\n".join(lines) + "\n"

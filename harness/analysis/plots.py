@@ -2,12 +2,21 @@
 
 - ``topk``: top-k accuracy against k = 1 .. depth, one line per system (macro average over parts);
 - ``parts``: top-k accuracy per part, grouped bars per system (EntityQuestions relations);
+  with more than :data:`BARS_MAX` systems it is drawn as an annotated grid (systems x parts)
+  instead, since that many bars per part cannot be told apart;
 - ``buckets``: top-k accuracy per part in the suite's part order, one line per system: the
   entity-popularity plot of the EntityQuestions paper (Figure 1) for the popularity suites, whose
-  parts are the buckets from rare to frequent;
-- ``matrix``: a heatmap of top-k accuracy, rows and columns chosen by ``retriever``, ``suite`` or
-  a parameter (dotted for nested ones): the encoder-adaptation matrix (question encoder x passage
-  encoder, or trained-on x evaluated-on).
+  parts are the buckets from rare to frequent (``bucket0``, ``bucket1``, ...); a suite whose parts
+  are not popularity buckets is refused;
+- ``matrix``: a heatmap of top-k accuracy, rows and columns chosen by ``retriever`` (each
+  configuration's label), ``suite`` or a parameter (dotted for nested ones): the
+  encoder-adaptation matrix (question encoder x passage encoder, or trained-on x evaluated-on).
+  Two results that would fill one cell are refused with their files, never merged.
+
+Systems are named by :func:`harness.results.labels.unique_labels`, as ``harness compare`` and the
+leaderboard name them (a trained checkpoint by its variant, training data and configuration
+digest); two results that would be drawn under one name are refused with both files. Plots of
+synthetic suites say so in the title and in a line above it.
 
 Every figure is drawn from a small data record (:class:`Plot`); its digest is what
 ``harness leaderboard --check`` compares when the installed matplotlib differs from the one that
@@ -24,12 +33,14 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.results.labels import require_distinct, unique_labels
 from harness.results.report import one_line
 from harness.results.schema import Result, config_digest
 from harness.util.atomic import write_text_atomic
@@ -38,6 +49,13 @@ KINDS = ("topk", "parts", "buckets", "matrix")
 FORMATS = ("png", "svg")
 
 _LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: The most systems a ``parts`` plot draws as grouped bars (one distinct colour each); more are a grid.
+BARS_MAX = 10
+#: Parts whose names say they are entity-popularity buckets (the EntityQuestions popularity suites).
+_BUCKET = re.compile(r"bucket[ _-]?\d+", re.IGNORECASE)
+#: The line above the title of a plot of synthetic data.
+SYNTHETIC_NOTE = "SYNTHETIC DATA: generated questions, not comparable with published benchmarks"
 
 _STYLE = {
     "figure.dpi": 100,
@@ -68,20 +86,25 @@ class Plot:
 
 
 def labels(results: Sequence[Result]) -> list[str]:
-    """Each result's retriever name; where names repeat, with the training variant that made
-    the checkpoint when that tells the results apart, else the configuration digest."""
-    names = [r.label for r in results]
-    variants = [r.parameters.get("variant") if isinstance(r.parameters.get("variant"), str) else None for r in results]
-    pairs = list(zip(names, variants))
-    out = []
-    for (name, variant), r in zip(pairs, results):
-        if names.count(name) == 1:
-            out.append(name)
-        elif variant is not None and pairs.count((name, variant)) == 1:
-            out.append(f"{name} ({variant})")
-        else:
-            out.append(f"{name} ({r.config_key()})")
-    return out
+    """Each result's label (:func:`harness.results.labels.unique_labels`: a trained checkpoint by
+    its variant, training data and digest; a name several configurations share with the digest),
+    the one ``harness compare`` and the leaderboard show."""
+    return unique_labels(results)
+
+
+def _series_labels(results: Sequence[Result]) -> list[str]:
+    """:func:`labels`, refusing (one line, both files) two results that would be one series."""
+    names = labels(results)
+    require_distinct(results, names, what="drawn")
+    return names
+
+
+def _synthetic(results: Sequence[Result]) -> list[str]:
+    return sorted({r.suite for r in results if r.data["suite"].get("synthetic")})
+
+
+def _title(suite: str, synthetic: bool, what: str) -> str:
+    return f"{suite}{' (synthetic data)' if synthetic else ''}: {what}"
 
 
 def _one_suite(results: Sequence[Result]) -> str:
@@ -101,9 +124,13 @@ def _round(x: float) -> float:
 def topk_plot(results: Sequence[Result]) -> Plot:
     suite = _one_suite(results)
     series = {}
-    for label, r in zip(labels(results), results):
+    for label, r in zip(_series_labels(results), results):
         series[label] = [_round(r.accuracy(k)[1]) for k in range(1, r.depth + 1)]
-    return Plot("topk", f"{suite}: top-k accuracy", {"series": series}, suite)
+    synthetic = _synthetic(results)
+    data: dict[str, Any] = {"series": series}
+    if synthetic:
+        data["synthetic"] = synthetic
+    return Plot("topk", _title(suite, bool(synthetic), "top-k accuracy"), data, suite)
 
 
 def parts_plot(results: Sequence[Result], k: int, kind: str = "parts") -> Plot:
@@ -112,14 +139,33 @@ def parts_plot(results: Sequence[Result], k: int, kind: str = "parts") -> Plot:
     if shallow:
         raise HarnessError(f"top-{k} is deeper than {shallow[0].retriever}'s depth ({shallow[0].depth})")
     parts = [p["name"] for p in results[0].data["suite"]["parts"]]
-    series = {label: [_round(r.accuracy(k)[0][p]) for p in parts] for label, r in zip(labels(results), results)}
-    what = "by popularity bucket" if kind == "buckets" else "by part"
-    return Plot(kind, f"{suite}: top-{k} accuracy {what}", {"k": k, "parts": parts, "series": series}, suite)
+    if kind == "buckets":
+        _require_buckets(suite, results[0].data["suite"], parts)
+    series = {label: [_round(r.accuracy(k)[0][p]) for p in parts] for label, r in zip(_series_labels(results), results)}
+    what = "by popularity bucket (rare to frequent)" if kind == "buckets" else "by part"
+    synthetic = _synthetic(results)
+    data: dict[str, Any] = {"k": k, "parts": parts, "series": series}
+    if synthetic:
+        data["synthetic"] = synthetic
+    return Plot(kind, _title(suite, bool(synthetic), f"top-{k} accuracy {what}"), data, suite)
 
 
-def _axis_value(result: Result, key: str) -> str:
-    if key == "retriever":
-        return result.retriever
+def _require_buckets(suite: str, record: Mapping[str, Any], parts: Sequence[str]) -> None:
+    """A one-line error unless the suite's parts are entity-popularity buckets (``bucket0`` ..,
+    as the EntityQuestions popularity suites name them)."""
+    if len(parts) > 1 and all(_BUCKET.fullmatch(p) for p in parts):
+        return
+    listed = ", ".join(one_line(p) for p in parts[:4]) + (", …" if len(parts) > 4 else "")
+    raise HarnessError(
+        f"suite {one_line(suite)} has no popularity buckets (its parts are {listed}); the buckets plot is for "
+        f"suites whose parts are entity-popularity buckets (bucket0, bucket1, …, e.g. "
+        f"entityquestions-popularity-random-p19): draw its parts with `harness plot parts`"
+    )
+
+
+def _axis_value(result: Result, key: str, label: str) -> str:
+    if key in ("retriever", "label"):
+        return label
     if key == "suite":
         return result.suite
     value: Any = result.parameters
@@ -130,18 +176,41 @@ def _axis_value(result: Result, key: str) -> str:
     return str(value)
 
 
+def _file(result: Result, label: str) -> str:
+    return one_line(result.path) if result.path is not None else f"a result of {one_line(label)}"
+
+
 def matrix_plot(results: Sequence[Result], k: int, *, rows: str = "retriever", columns: str = "suite") -> Plot:
+    """Top-k of each (row, column) cell; ``retriever`` rows or columns are the configurations'
+    labels (:func:`labels`), so trained checkpoints of one retriever are rows of their own. Two
+    results in one cell are refused, naming both files."""
     cells: dict[tuple[str, str], float] = {}
-    for r in sorted(results, key=lambda r: (r.data["created"], str(r.path or ""))):
+    owner: dict[tuple[str, str], tuple[Result, str]] = {}
+    for r, label in zip(results, labels(results)):
         accuracy = r.accuracy(k)
         if accuracy is None:
             raise HarnessError(f"top-{k} is deeper than {r.retriever}'s depth on {r.suite} ({r.depth})")
-        cells[_axis_value(r, rows), _axis_value(r, columns)] = _round(accuracy[1])  # the newest wins
+        cell = (_axis_value(r, rows, label), _axis_value(r, columns, label))
+        if cell in owner:
+            other, other_label = owner[cell]
+            raise HarnessError(
+                f"{_file(other, other_label)} and {_file(r, label)} would fill one cell of the matrix "
+                f"({one_line(rows)} {one_line(cell[0])!r}, {one_line(columns)} {one_line(cell[1])!r}): choose --rows/--columns "
+                f"that tell them apart, or name the results to draw"
+            )
+        owner[cell] = (r, label)
+        cells[cell] = _round(accuracy[1])
     row_names = sorted({a for a, _ in cells})
     column_names = sorted({b for _, b in cells})
     values = [[cells.get((a, b)) for b in column_names] for a in row_names]
-    return Plot("matrix", f"top-{k} accuracy", {"k": k, "rows": rows, "columns": columns,
-                                                  "row_names": row_names, "column_names": column_names, "values": values})
+    synthetic = _synthetic(results)
+    data: dict[str, Any] = {"k": k, "rows": rows, "columns": columns,
+                            "row_names": row_names, "column_names": column_names, "values": values}
+    title = f"top-{k} accuracy"
+    if synthetic:
+        data["synthetic"] = synthetic
+        title += f" (synthetic data: {', '.join(synthetic)})"
+    return Plot("matrix", title, data)
 
 
 def shown(text: object) -> str:
@@ -153,8 +222,35 @@ def shown(text: object) -> str:
     return " " + text if text.startswith("_") else text
 
 
+def _style(i: int) -> dict[str, Any]:
+    """Series ``i``'s look: ten distinct colours, then the same colours with another line style
+    (every colour and style pair is used once up to 40 series), and a marker of its own."""
+    import matplotlib
+
+    colour = matplotlib.colormaps["tab10"](i % 10)
+    return {"color": colour, "linestyle": _LINESTYLES[(i // 10) % len(_LINESTYLES)], "marker": _MARKERS[i % len(_MARKERS)]}
+
+
+def _heatmap(fig, ax, grid_values, row_names, column_names, *, label: str, annotate: bool = True, fontsize: int = 8):
+    """An annotated heatmap of percentages (None: no value) with a colour bar named ``label``."""
+    grid = [[math.nan if v is None else v for v in row] for row in grid_values]
+    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
+    ax.grid(False)
+    ax.set_xticks(range(len(column_names)), [shown(c) for c in column_names], rotation=60 if len(column_names) > 8 else 30, ha="right")
+    ax.set_yticks(range(len(row_names)), [shown(r) for r in row_names])
+    if annotate:
+        for i, row in enumerate(grid_values):
+            for j, v in enumerate(row):
+                text = "–" if v is None else f"{v:.1f}"
+                ax.text(j, i, text, ha="center", va="center", color="white" if v is None or v < 60 else "black", fontsize=fontsize)
+    fig.colorbar(image, ax=ax, label=label)
+
+
 def draw(plot: Plot):
-    """The matplotlib figure of ``plot`` (Agg, never shown); every name in it through :func:`shown`."""
+    """The matplotlib figure of ``plot`` (Agg, never shown); every name in it through :func:`shown`.
+
+    Figures use matplotlib's constrained layout, legends sit outside the axes (right of them), and
+    plots of synthetic data carry :data:`SYNTHETIC_NOTE` above the title."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -163,56 +259,71 @@ def draw(plot: Plot):
 
     with plt.rc_context(_STYLE):
         d = plot.data
+        legend = True
         if plot.kind == "topk":
-            fig = Figure(figsize=(6.4 if len(d["series"]) <= 6 else 8.4, 4.2))
+            n = len(d["series"])
+            fig = Figure(figsize=(6.4 if n <= 6 else 8.4, max(4.2, 0.19 * n + 0.8)), layout="constrained")
             ax = fig.add_subplot()
             for i, (label, ys) in enumerate(d["series"].items()):
-                # ten colours, then the same colours dashed, dotted, ...
-                style = _LINESTYLES[(i // 10) % len(_LINESTYLES)]
-                ax.plot(range(1, len(ys) + 1), ys, label=shown(label), linewidth=1.5, linestyle=style)
+                style = _style(i)
+                ax.plot(range(1, len(ys) + 1), ys, label=shown(label), linewidth=1.5, color=style["color"],
+                        linestyle=style["linestyle"], marker=style["marker"], markersize=3,
+                        markevery=max(1, len(ys) // 5) if len(ys) > 1 else None)
             ax.set_xlabel("k (passages retrieved)")
             ax.set_ylabel("top-k accuracy (%)")
             ax.set_xlim(1, max(len(ys) for ys in d["series"].values()))
+            ax.set_ylim(0, 102)
+            ax.set_yticks(range(0, 101, 20))
+        elif plot.kind == "parts" and len(d["series"]) > BARS_MAX:
+            # too many systems for bars a reader can match to a legend: one row per system
+            parts, names = d["parts"], list(d["series"])
+            width = max(6.4, 0.42 * len(parts) + 0.065 * max(len(n) for n in names) + 2.5)
+            fig = Figure(figsize=(min(24.0, width), max(3.0, 0.3 * len(names) + 2.0)), layout="constrained")
+            ax = fig.add_subplot()
+            _heatmap(fig, ax, [d["series"][n] for n in names], names, parts, label=f"top-{d['k']} accuracy (%)",
+                     annotate=len(parts) <= 40, fontsize=6)
+            ax.set_xlabel("part")
+            legend = False
         elif plot.kind in ("parts", "buckets"):
             parts = d["parts"]
             bars = len(parts) * (len(d["series"]) if plot.kind == "parts" else 1)
-            fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * bars + 4.0)), 4.4))
+            fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * bars + 4.0)), 4.4), layout="constrained")
             ax = fig.add_subplot()
             if plot.kind == "buckets":
-                for label, ys in d["series"].items():
-                    ax.plot(range(len(parts)), ys, marker="o", label=shown(label), linewidth=1.5)
+                for i, (label, ys) in enumerate(d["series"].items()):
+                    style = _style(i)
+                    ax.plot(range(len(parts)), ys, label=shown(label), linewidth=1.5, **style)
             else:
                 width = 0.8 / max(1, len(d["series"]))
                 for i, (label, ys) in enumerate(d["series"].items()):
-                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=shown(label))
+                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=shown(label),
+                           color=_style(i)["color"])
             ax.set_xticks(range(len(parts)), [shown(p) for p in parts], rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
             ax.set_ylabel(f"top-{d['k']} accuracy (%)")
+            if plot.kind == "buckets":
+                ax.set_xlabel("entity popularity bucket (rare to frequent)")
             ax.set_ylim(0, 102)
+            ax.set_yticks(range(0, 101, 20))
             ax.set_xlim(-0.6, len(parts) - 0.4)
         elif plot.kind == "matrix":
             rows, cols = d["row_names"], d["column_names"]
-            fig = Figure(figsize=(max(4.5, 1.1 * len(cols) + 2.5), max(3.0, 0.5 * len(rows) + 1.8)))
+            longest = max((len(r) for r in rows), default=0)
+            fig = Figure(figsize=(max(4.5, 1.1 * len(cols) + 2.5 + 0.06 * longest), max(3.0, 0.5 * len(rows) + 1.8)),
+                         layout="constrained")
             ax = fig.add_subplot()
-            grid = [[math.nan if v is None else v for v in row] for row in d["values"]]
-            image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
-            ax.grid(False)
-            ax.set_xticks(range(len(cols)), [shown(c) for c in cols], rotation=30, ha="right")
-            ax.set_yticks(range(len(rows)), [shown(r) for r in rows])
+            _heatmap(fig, ax, d["values"], rows, cols, label=f"top-{d['k']} accuracy (%)")
             ax.set_xlabel(shown(d["columns"]))
             ax.set_ylabel(shown(d["rows"]))
-            for i, row in enumerate(d["values"]):
-                for j, v in enumerate(row):
-                    text = "–" if v is None else f"{v:.1f}"
-                    ax.text(j, i, text, ha="center", va="center", color="white" if v is None or v < 60 else "black", fontsize=8)
-            fig.colorbar(image, ax=ax, label=f"top-{d['k']} accuracy (%)")
+            legend = False
         else:
             raise HarnessError(f"unknown plot kind {plot.kind!r}; choose from {', '.join(KINDS)}")
         ax.set_title(shown(plot.title))
-        if plot.kind == "topk" and len(d["series"]) <= 6:
-            ax.legend(fontsize=8, loc="lower right")
-        elif plot.kind != "matrix":
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-        fig.tight_layout()
+        if d.get("synthetic"):
+            fig.suptitle(SYNTHETIC_NOTE, color="#a00000", fontsize=9, fontweight="bold")
+        if legend:
+            # outside the axes: it never hides a curve, a bar or a tick
+            # (far enough right that the last x tick label, "100", stays clear of it)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.04, 1.0), borderaxespad=0)
     return fig
 
 
@@ -226,7 +337,8 @@ def render_bytes(plot: Plot, fmt: str) -> bytes:
     buffer = io.BytesIO()
     metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
     with plt.rc_context(_STYLE):
-        fig.savefig(buffer, format=fmt, metadata=metadata)
+        # the whole drawing, whatever sticks out of the figure (a long colour-bar or axis label)
+        fig.savefig(buffer, format=fmt, metadata=metadata, bbox_inches="tight", pad_inches=0.1)
     return buffer.getvalue()
 
 

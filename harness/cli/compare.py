@@ -15,18 +15,18 @@ from harness.util.paths import default_results_dir
 @click.argument("results", nargs=-1, required=True)
 @click.option("--suite", default=None, help="The suite, when RESULTS are retriever names looked up in --results-dir.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where names are looked up (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
-@click.option("--baseline", default=None, help="Compare every other system with this one only (a name as shown), instead of every pair.")
+@click.option("--baseline", default=None, help="Compare every other system with this one only (its result file, or its label as shown), instead of every pair.")
 @click.option("--k", "k_values", multiple=True, help="Cutoffs (default: those of the first result).")
 @click.option("--mrr-k", type=int, default=None, help="Cutoff of the MRR test (default: the deepest --k).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True, help="Seed of the resampling; the same seed gives the same numbers.")
 @click.option("--resamples", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True, help="Bootstrap resamples.")
 @click.option("--permutations", type=click.IntRange(1, 1_000_000), default=10_000, show_default=True, help="Randomisation-test permutations.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True, help="Confidence level of the intervals.")
-@click.option("--by-part", is_flag=True, help="Also print each part's interval (suites with parts).")
+@click.option("--by-part", is_flag=True, help="Also print each part's intervals, and each pair's per-part differences with their paired tests (suites with parts).")
 @click.option("--seen-from", "seen_from", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Training data (DPR JSON, JSONL or question files): also report accuracy on questions seen and unseen in it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of tables.")
 def compare_command(results, suite, results_dir, baseline, k_values, mrr_k, seed, resamples, permutations, confidence, by_part, seen_from, as_json):
-    """Compare RESULTS (result files, or retriever names with --suite) on one suite.
+    """Compare RESULTS (result files, or labels and retriever names with --suite) on one suite.
 
     Each system's top-k gets a bootstrap confidence interval (questions resampled within each part),
     each pair an exact McNemar test per cutoff and a paired randomisation test of MRR, Holm-corrected
@@ -37,7 +37,7 @@ def compare_command(results, suite, results_dir, baseline, k_values, mrr_k, seed
     systems = load_systems(results, suite=suite, results_dir=results_dir or default_results_dir())
     comparison = compare(
         systems, ks=parse_k_option(k_values), baseline=baseline, mrr_k=mrr_k, seed=seed,
-        resamples=resamples, permutations=permutations, confidence=confidence,
+        resamples=resamples, permutations=permutations, confidence=confidence, by_part=by_part,
     )
     seen = None
     if seen_from:

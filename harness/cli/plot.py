@@ -15,18 +15,20 @@ from harness.util.paths import default_results_dir
 @click.option("--suite", default=None, help="The suite whose results to draw (all of them when no RESULTS are named); required for names.")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where results are read (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
 @click.option("--k", "k", type=click.IntRange(1, 10_000), default=20, show_default=True, help="The cutoff of parts, buckets and matrix plots.")
-@click.option("--rows", default="retriever", show_default=True, help="matrix: what the rows are: retriever, suite or a parameter (dotted when nested).")
+@click.option("--rows", default="retriever", show_default=True, help="matrix: what the rows are: retriever (each configuration's label, as compare shows it), suite or a parameter (dotted when nested).")
 @click.option("--columns", default="suite", show_default=True, help="matrix: what the columns are.")
 @click.option("--output", "output_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder to write the images to.")
 @click.option("--format", "formats", type=click.Choice(["png", "svg"]), multiple=True, help="Image formats (default: png and svg).")
 def plot(kind, results, suite, results_dir, k, rows, columns, output_dir, formats):
-    """Draw KIND from RESULTS (result files, or retriever names with --suite), or from every result
-    of --suite (every result, for matrix).
+    """Draw KIND from RESULTS (result files, or labels and retriever names with --suite), or from
+    every result of --suite (every result, for matrix). Systems are labelled as `harness compare`
+    labels them (a trained checkpoint by variant, training data and digest); two results that would
+    be one series or one matrix cell are refused, naming both files.
 
     \b
     topk     top-k accuracy for k = 1 .. depth, one line per system
-    parts    top-k per part, grouped bars (e.g. EntityQuestions relations)
-    buckets  top-k per part in the suite's order, lines (popularity buckets, rare to frequent)
+    parts    top-k per part, grouped bars (e.g. EntityQuestions relations); a grid beyond 10 systems
+    buckets  top-k per popularity bucket, rare to frequent (suites whose parts are bucket0, bucket1, ...)
     matrix   heatmap of top-k, e.g. --rows query_model --columns passage_model on one suite
     """
     from harness.analysis import plots

@@ -39,6 +39,7 @@ from tabulate import tabulate
 from harness.analysis import stats
 from harness.api import PublishedTable
 from harness.errors import HarnessError
+from harness.results.labels import describe
 from harness.results.report import corpus_size, format_parameters, link_target, markdown_link, markdown_text, one_line
 from harness.results.schema import Result, config_digest
 
@@ -207,7 +208,9 @@ class _Row:
     def __init__(self, results: list[Result]):
         self.results = sorted(results, key=lambda r: (str(r.path or ""), r.config_key()))
         self.first = self.results[0]
-        self.retriever = self.first.label  # the chain's label for a re-ranked configuration
+        # the configuration's label as compare and plot show it: the chain's for a re-ranked one, a
+        # trained checkpoint's variant, training data and digest (:mod:`harness.results.labels`)
+        self.retriever = describe(self.first.retriever, self.parameters, self.first.reranker, digest=self.config_key())
 
     @property
     def seeds(self) -> int:
