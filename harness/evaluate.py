@@ -35,6 +35,7 @@ from harness.scoring.metrics import DEFAULT_METRIC
 from harness.util.progress import progress
 from harness.results.schema import SCHEMA
 from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
+from harness.scoring.ties import describe_ties
 from harness.api import DEFAULT_RERANK_DEPTH, MAX_K, Corpus, Hit, Question, Reranker, Retriever, RunContext, Suite
 
 __all__ = [
@@ -163,6 +164,18 @@ def score_suite(
     lookup = _text_lookup(suite.corpus, retriever_name)
     ids = [[hit.passage_id for hit in ranking] for ranking in rankings]
     return ranks_by_part(suite.parts, first_hit_ranks(suite.questions, ids, lookup, mode=suite.match))
+
+
+def suite_ties(
+    suite: Suite, rankings: Sequence[Sequence[Hit]], ranks: Mapping[str, Mapping[str, int | None]], ks: Sequence[int]
+) -> dict[str, dict[str, int]]:
+    """The ties at each cutoff of rankings aligned with ``suite.questions``
+    (:func:`harness.scoring.ties.tie_report`)."""
+    from harness.scoring.ties import tie_report
+
+    first = {q_id: rank for by_q in ranks.values() for q_id, rank in by_q.items()}
+    return tie_report(suite.questions, rankings, [first[q.id] for q in suite.questions],
+                      lambda pid: suite.corpus.get(pid).text, mode=suite.match, ks=ks)
 
 
 def compute_metrics(
@@ -341,6 +354,9 @@ def evaluate_retriever(
             )
     with timer.stage("score"):
         ranks = score_suite(suite, rankings, retriever_name=name)
+        ties = suite_ties(suite, rankings, ranks, ks)
+    if (line := describe_ties(ties, len(suite.questions))) is not None:
+        warn(f"{name} on {suite.name}: {line}")
     computed = compute_record(retriever, reranker.reranker if reranker is not None else None)
     result = build_result(
         suite,
@@ -350,7 +366,7 @@ def evaluate_retriever(
         depth=depth,
         metrics=metrics,
         timings=timer.seconds,
-        extra={"compute": computed, **(dict(extra) if extra else {})},
+        extra={"compute": computed, "ties": ties, **(dict(extra) if extra else {})},
         reranker=reranker.record(reranked) if reranker is not None else None,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)

@@ -166,7 +166,11 @@ DATA = "harness_builtins.datasets_spec"
 #: is not in the shared package. (importer module, imported module) -> reason.
 ALLOWED_CROSS_PLUGIN_IMPORTS = {
     ("harness_builtins.training.inloop", "harness_builtins.dense.embeddings"):
-        "the in-loop index is the dense plugin's embedding cache (float16 shards), reused by dense runs",
+        "the in-loop index is the dense plugin's embedding cache, reused by dense runs",
+    ("harness_builtins.training.inloop", "harness_builtins.dense.passage_identity"):
+        "the in-loop index is keyed as the evaluation encoder keys the same passage side, so they share one cache",
+    ("harness_builtins.training.inloop", "harness_builtins.dense.pipeline"):
+        "the cache key names the arithmetic the passages were encoded with, as the dense encoders record it",
     ("harness_builtins.training.inloop", "harness_builtins.dense.distributed"):
         "re-embedding the corpus on every rank is the dense plugin's distributed encode engine",
     ("harness_builtins.training.inloop", "harness_builtins.dense.gpu_flat"):

@@ -44,7 +44,13 @@ def passages(n: int):
     return [(f"id-{i}", f"Title {i}", f"text of passage {i}") for i in range(n)]
 
 
-def test_cache_layout_ids_and_values(tmp_path):
+@pytest.mark.parametrize("limit, dtype", [(2_000_000, np.float32), (11, np.float16)])
+def test_cache_layout_ids_and_values(tmp_path, monkeypatch, limit, dtype):
+    """Up to FLOAT32_MAX_PASSAGES passages the encoder's float32 vectors are kept exactly; beyond, float16."""
+    from harness_builtins.dense import embeddings
+
+    monkeypatch.setattr(embeddings, "FLOAT32_MAX_PASSAGES", limit)
+    DTYPE = np.dtype(dtype)
     corpus = corpus_of(passages(11) + [("ünïcode/ïd", "T", "unicode id")])
     encoder = HashEncoder()
     cache = embed_corpus(encoder, corpus, tmp_path, shard_size=5, chunk_size=3, progress=False)
@@ -53,11 +59,11 @@ def test_cache_layout_ids_and_values(tmp_path):
                      "ids-00000.npy", "ids-00001.npy", "ids-00002.npy", "meta.json"]
     meta = json.loads((cache.path / "meta.json").read_text())
     assert meta["complete"] and meta["passages"] == 12 and meta["dim"] == 8 and meta["shards"] == 3
-    assert meta["corpus_fingerprint"] == corpus.fingerprint and meta["dtype"] == "float16"
+    assert meta["corpus_fingerprint"] == corpus.fingerprint and meta["dtype"] == DTYPE.name
     assert [len(s) for s in cache.shards] == [5, 5, 2] and cache.shards[0].dtype == DTYPE
     assert isinstance(cache.shards[0], np.memmap)
     expected = np.stack([HashEncoder._vector(f"{p.title}|{p.text}", 8) for p in corpus]).astype(DTYPE)
-    np.testing.assert_array_equal(cache.all_vectors(np.float16), expected)
+    np.testing.assert_array_equal(cache.all_vectors(DTYPE), expected)
     assert cache.passage_ids(np.arange(12)) == [p.id for p in corpus]
     assert cache.passage_ids(np.array([[11, 0], [5, 4]])) == ["ünïcode/ïd", "id-0", "id-5", "id-4"]
     # streamed in chunks that never cross a shard boundary
@@ -290,8 +296,8 @@ def test_damaged_shards_are_told_by_what_is_wrong_with_them(tmp_path):
 
     corpus, path, meta = _unfinished_without_width(tmp_path, n=26)  # shards 0-6, the last of 2 rows
     before = shard_bytes(path)
-    np.save(path / "emb-00001.npy", np.zeros((4, 5), DTYPE))  # another width than the others
-    np.save(path / "emb-00002.npy", np.zeros((4, 8), np.float32))  # another dtype
+    np.save(path / "emb-00001.npy", np.zeros((4, 5), meta["dtype"]))  # another width than the others
+    np.save(path / "emb-00002.npy", np.zeros((4, 8), np.float64))  # another dtype
     np.save(path / "ids-00003.npy", np.array([b"a", b"b"]))  # ids and vectors disagree
     (path / "emb-00004.npy").write_bytes((path / "emb-00004.npy").read_bytes()[:100])  # truncated
     (path / "ids-00005.npy").unlink()  # vectors without ids

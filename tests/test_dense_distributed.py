@@ -99,7 +99,7 @@ def test_torchrun_two_ranks_fill_one_cache(tmp_path, bert, monkeypatch):
     distributed = EmbeddingCache.open(path)
     single = embed_corpus(retriever(bert).encoder, corpus_of(PASSAGES, "tiny40"), tmp_path / "single", shard_size=8, progress=False)
     assert single.path.name == path.name  # same key: same encoder identity and corpus
-    assert (distributed.meta["shards"], distributed.meta["dim"], distributed.meta["dtype"]) == (5, single.dim, "float16")
+    assert (distributed.meta["shards"], distributed.meta["dim"], distributed.meta["dtype"]) == (5, single.dim, "float32")
     np.testing.assert_allclose(distributed.all_vectors(), single.all_vectors(), atol=1e-3)
     assert distributed.passage_ids(np.arange(40)) == [p[0] for p in PASSAGES]
     for a, b in zip(distributed.ids, single.ids):

@@ -20,7 +20,12 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
       "versions": {"harness", "python", "plugins": {...}, "packages": {...}},
       "machine": {...}
       "compute": {"world_size", "retriever": {...}, "reranker": {...}}   # optional: how it ran
+      "ties": {"tied": {k: n}, "decided": {k: n}}         # optional: ties at the cutoffs
     }
+
+``ties`` (:mod:`harness.scoring.ties`) counts, at each k, the questions whose final ranking has
+equal scores across the cutoff (``tied``) and those whose top-k hit that tie order decides
+(``decided``): the accuracy at k depends on tie order by at most ``decided / n``.
 
 Everything in ``metrics`` is derived from ``first_hit_ranks``; readers that need another k up to
 ``depth`` recompute it from the ranks.
@@ -82,7 +87,9 @@ class Result:
 
     @property
     def label(self) -> str:
-        """The configuration's name for tables: ``bm25``, or ``bm25 » upr(t5-large-lm-adapt)``."""
+        """The configuration's retriever (chain) name: ``bm25``, or ``bm25 » upr(t5-large-lm-adapt)``.
+        What compare, plot and the leaderboard show is :func:`harness.results.labels.result_label`,
+        which adds a trained checkpoint's variant, training data and digest to this."""
         return chain_label(self.retriever, self.reranker)
 
     @property
@@ -282,6 +289,12 @@ def validate(data: Any, *, source: object) -> None:
     need(isinstance(retriever.get("plugin", ""), str), "'retriever.plugin' must be a string")
     need(isinstance(retriever["parameters"], dict), "'retriever.parameters' must be a JSON object")
     need(isinstance(data.get("compute", {}), dict), "'compute' must be a JSON object")
+    ties = data.get("ties", {"tied": {}, "decided": {}})
+    need(isinstance(ties, dict) and set(ties) == {"tied", "decided"}
+         and all(isinstance(ties[key], dict) and all(isinstance(k, str) and _is_int(n) and n >= 0 for k, n in ties[key].items())
+                 for key in ("tied", "decided"))
+         and all(n <= ties["tied"].get(k, 0) for k, n in ties["decided"].items()),
+         "'ties' must be {\"tied\": {k: count}, \"decided\": {k: count}}, each decided count at most its tied count")
     depth = data["depth"]
     need(1 <= depth <= MAX_K, f"'depth' must be from 1 to {MAX_K}")
     if "reranker" in data:

@@ -264,7 +264,7 @@ def encode_corpus_distributed(
         raise HarnessError(prepared[1])
     meta: dict[str, Any] = prepared[1][0]
     todo: list[int] = prepared[1][1]
-    if group.rank != 0 and meta["key"] != cache_key(identity, corpus.fingerprint):
+    if group.rank != 0 and meta["key"] != cache_key(identity, corpus.fingerprint, meta["dtype"]):
         raise HarnessError(f"rank {group.rank}: its encoder or corpus differs from rank 0's")
 
     skipped = sorted(set(range(meta["shards"])) - set(todo))

@@ -1,14 +1,20 @@
-"""Corpus embeddings on disk: float16 ``.npy`` shards, memory-mapped, resumable.
+"""Corpus embeddings on disk: float32 or float16 ``.npy`` shards, memory-mapped, resumable.
 
 Layout of one cache (``<root>/<corpus name>-<key>/``; the dense retrievers use
 ``<cache_dir>/dense/``):
 
 - ``meta.json``: format, key, the encoder's :meth:`~harness_builtins.dense.encoders.Encoder.identity`,
   corpus name, fingerprint and size, shard size, dimension, dtype, and ``complete``.
-- ``emb-00000.npy`` ...: float16 ``(rows, dim)`` arrays, :data:`DEFAULT_SHARD_SIZE` passages each
+- ``emb-00000.npy`` ...: ``(rows, dim)`` arrays of :func:`storage_dtype` (float32 up to
+  :data:`FLOAT32_MAX_PASSAGES` passages, float16 beyond), :data:`DEFAULT_SHARD_SIZE` passages each
   (the last one fewer), in corpus order, opened with ``mmap_mode="r"``.
 - ``ids-00000.npy`` ...: the passage ids of those rows (UTF-8 bytes, numpy ``S`` dtype): row to id.
 - ``index-*.faiss``: built approximate indexes (see :mod:`harness_builtins.dense.index`).
+
+**Precision.** A corpus of up to :data:`FLOAT32_MAX_PASSAGES` passages keeps the encoder's float32
+vectors exactly, so every score the search computes is the model's own; a larger one keeps float16
+(DPR's 21M x 768: 30 GiB instead of 60), whose rounding (a relative 2^-11 per coordinate) the
+search measures against each question's scores and reports where it could decide a ranking.
 
 The key is a digest of the encoder identity (model name and revision, or the content digest of a
 local directory; formatting, pooling, max length, precision) and the corpus fingerprint, so any
@@ -56,20 +62,32 @@ DEFAULT_SHARD_SIZE = 100_000
 DEFAULT_CHUNK_SIZE = 1024
 META_FILE = "meta.json"
 DTYPE = np.float16
+#: Corpora up to this many passages keep float32 vectors (2M x 768 = 5.7 GiB); larger ones float16.
+FLOAT32_MAX_PASSAGES = 2_000_000
+
+
+def storage_dtype(passages: int) -> np.dtype:
+    """The dtype a corpus of ``passages`` passages is cached in (see the module notes)."""
+    return np.dtype(np.float32 if passages <= FLOAT32_MAX_PASSAGES else DTYPE)
 
 
 def shard_name(kind: str, shard: int) -> str:
     return f"{kind}-{shard:05d}.npy"
 
 
-def cache_key(encoder_identity: str, corpus_fingerprint: str) -> str:
-    blob = json.dumps([CACHE_FORMAT, encoder_identity, corpus_fingerprint], sort_keys=True)
+def cache_key(encoder_identity: str, corpus_fingerprint: str, dtype: Any = DTYPE) -> str:
+    """Digest of the encoder identity, the corpus and the storage dtype (float16 adds nothing, so
+    float16 caches keep the keys they had before float32 ones existed)."""
+    parts = [CACHE_FORMAT, encoder_identity, corpus_fingerprint]
+    if np.dtype(dtype) != np.dtype(DTYPE):
+        parts.append(np.dtype(dtype).name)
+    blob = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def cache_path(root: str | os.PathLike, corpus: Corpus, encoder_identity: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.name).strip("._") or "corpus"
-    return Path(root) / f"{slug}-{cache_key(encoder_identity, corpus.fingerprint)[:20]}"
+    return Path(root) / f"{slug}-{cache_key(encoder_identity, corpus.fingerprint, storage_dtype(len(corpus)))[:20]}"
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
@@ -139,6 +157,16 @@ class EmbeddingCache:
         shard = rows // self.shard_size
         offset = rows - shard * self.shard_size
         return [self.ids[s][o].decode("utf-8") for s, o in zip(shard.tolist(), offset.tolist())]
+
+    def rows(self, rows: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
+        """The stored vectors of ``rows`` (any order, repeats allowed), converted to ``dtype``."""
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        out = np.empty((len(rows), self.dim), dtype=dtype)
+        shard = rows // self.shard_size
+        for s in np.unique(shard).tolist():
+            chosen = shard == s
+            out[chosen] = self.shards[s][rows[chosen] - s * self.shard_size]
+        return out
 
     def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
         """``n`` distinct rows' vectors (float32), uniformly at random; all when ``n >= len``."""
@@ -219,8 +247,9 @@ def _shard_width(path: Path, meta: dict[str, Any], shard: int) -> int | str:
         except (OSError, ValueError, EOFError, TypeError) as exc:
             return f"{shard_name(kind, shard)} cannot be read ({type(exc).__name__})"
     vectors, names = arrays
-    if vectors.dtype != np.dtype(DTYPE) or vectors.ndim != 2 or vectors.shape[0] != rows or vectors.shape[1] < 1:
-        expected = f"expected {rows} rows of {np.dtype(DTYPE).name}"
+    dtype = np.dtype(meta.get("dtype", np.dtype(DTYPE).name))
+    if vectors.dtype != dtype or vectors.ndim != 2 or vectors.shape[0] != rows or vectors.shape[1] < 1:
+        expected = f"expected {rows} rows of {dtype.name}"
         return f"{shard_name('emb', shard)} holds {vectors.dtype} of shape {vectors.shape}, {expected}"
     if names.dtype.kind != "S" or names.shape != (rows,):
         return f"{shard_name('ids', shard)} holds {names.dtype} of shape {names.shape}, expected {rows} ids"
@@ -277,7 +306,9 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
     """The cache's ``meta.json`` at ``path`` when it belongs to this encoder and corpus (complete
     or not), else a new one, with stale shards from another encoder or corpus removed."""
     meta_file = path / META_FILE
-    key = cache_key(identity, corpus.fingerprint)
+    count = len(corpus)
+    dtype = storage_dtype(count)
+    key = cache_key(identity, corpus.fingerprint, dtype)
     meta: dict[str, Any] | None = None
     if meta_file.is_file():
         try:
@@ -288,7 +319,6 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
             meta = None  # foreign or older cache in our place: start over
     if meta is not None:
         return meta
-    count = len(corpus)
     path.mkdir(parents=True, exist_ok=True)
     for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("index-*")]:
         stale.unlink()
@@ -302,7 +332,7 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
         "shard_size": shard_size,
         "shards": (count + shard_size - 1) // shard_size,
         "dim": None,
-        "dtype": np.dtype(DTYPE).name,
+        "dtype": dtype.name,
         "complete": False,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -411,7 +441,7 @@ def _write_shard(
             chunk = list(itertools.islice(passages, min(chunk_size, rows - len(ids))))
             out = _encode_chunk(encoder, chunk, path, meta, record_dim=record_dim)
             if vectors is None:
-                vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=DTYPE, shape=(rows, meta["dim"]))
+                vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=np.dtype(meta["dtype"]), shape=(rows, meta["dim"]))
             vectors[len(ids) : len(ids) + len(chunk)] = out
             ids.extend(p.id for p in chunk)
             advance(len(chunk))

@@ -402,20 +402,20 @@ class SentenceTransformerEncoder(_DeviceSettings):
         self.batch_size = BATCH_SIZE.check(batch_size, "batch_size")
         self._device_option, self._precision_option = device, precision
         self._model = None
+        self._identity: str | None = None
         self._device: str | None = None
         self._precision: str | None = None
 
     def identity(self) -> str:
-        return json.dumps(
-            {
-                "backend": "sentence-transformers",
-                "model": self.ref.identity(),
-                "format": self.format,
-                "max_length": self.max_length,
-                "precision": compute_precision(self.precision, self.device),
-            },
-            sort_keys=True,
-        )
+        """What the passage embeddings depend on
+        (:func:`~harness_builtins.dense.passage_identity.passage_identity`): the passage side's
+        weights and configuration, not where the model came from, so every model that shares them
+        (a checkpoint and one trained from it with its passage side frozen) shares one cache."""
+        from harness_builtins.dense.passage_identity import passage_identity
+
+        if self._identity is None:
+            self._identity = passage_identity(self.model, format=self.format, precision=compute_precision(self.precision, self.device))
+        return self._identity
 
     def parameters(self) -> dict[str, Any]:
         return {

@@ -158,7 +158,8 @@ def gpu_available() -> bool:
 _warned: set[str] = set()
 
 
-def _warn_once(key: str, message: str) -> None:
+def warn_once(key: str, message: str) -> None:
+    """Say ``message`` on stderr the first time ``key`` is seen in this process."""
     if key not in _warned:
         _warned.add(key)
         warn(message)
@@ -182,7 +183,7 @@ def flat_devices(config: IndexConfig) -> list[str]:
         if config.gpu == "true":
             raise HarnessError("gpu=true but torch sees no CUDA device (a CPU build of torch, or no GPU)")
         if gpu_device_visible():
-            _warn_once("flat", "a GPU is visible but torch has no CUDA support: exact dense search runs on CPU "
+            warn_once("flat", "a GPU is visible but torch has no CUDA support: exact dense search runs on CPU "
                                "(install a CUDA build of torch)")
     return devices
 
@@ -226,7 +227,7 @@ class DenseIndex:
             if devices and (short := gpu_flat.shortfall(d, len(cache), devices)):
                 if config.gpu == "true":
                     raise HarnessError(f"gpu=true but the exact index does not fit: {short}")
-                _warn_once("fit", f"the exact index does not fit the GPUs ({short}): it searches on CPU")
+                warn_once("fit", f"the exact index does not fit the GPUs ({short}): it searches on CPU")
                 devices = []
             if devices:
                 return cls._torch_flat(cache, config, devices, progress)
@@ -286,7 +287,7 @@ class DenseIndex:
             if config.gpu == "true":
                 raise HarnessError("gpu=true but this faiss build has no GPU support or sees no GPU (ivfpq)")
             if gpu_device_visible():
-                _warn_once("ivfpq", "a GPU is visible but this faiss build has no GPU support: the ivfpq index "
+                warn_once("ivfpq", "a GPU is visible but this faiss build has no GPU support: the ivfpq index "
                                     "searches on CPU (README: GPU search)")
             return
         resources = faiss.StandardGpuResources()
@@ -345,6 +346,71 @@ class DenseIndex:
 
     def passage_ids(self, rows: np.ndarray) -> list[str]:
         return self.cache.passage_ids(rows)
+
+    def ranked(self, queries: np.ndarray, k: int) -> Ranked:
+        """The final top ``k`` of each query: the index's top ``k +`` :data:`RESCORE_MARGIN`
+        candidates re-scored exactly from the cached vectors (:func:`exact_scores`) and ordered by
+        those scores, equal scores by :func:`tie_key` of the passage id, never by row (corpus
+        position). With a float16 cache, questions whose top-``k`` scores all lie within the
+        rounding of the stored vectors (:func:`rounding_bounds`) are counted: their ranking is
+        decided by rounding (a collapsed encoder)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        k = min(int(k), len(self))
+        if len(queries) == 0 or k == 0:
+            return Ranked(np.zeros((len(queries), 0), np.float32), [[] for _ in queries], 0)
+        _, rows = self.search(queries, min(k + RESCORE_MARGIN, len(self)))
+        half = self.cache.shards[0].dtype == np.float16 if self.cache.shards else False
+        scores = np.full((len(queries), k), -np.inf, np.float32)
+        ids: list[list[str]] = []
+        by_rounding = 0
+        for q, query in enumerate(queries):
+            found = rows[q][rows[q] >= 0]
+            vectors = self.cache.rows(found)
+            exact = exact_scores(vectors, query)
+            names = self.cache.passage_ids(found)
+            order = np.lexsort((np.array([tie_key(n) for n in names], dtype=np.uint64), -exact.astype(np.float64)))[:k]
+            scores[q, : len(order)] = exact[order]
+            ids.append([names[i] for i in order])
+            if half and len(order) > 1:
+                bound = rounding_bounds(vectors[order[[0, -1]]], query)
+                by_rounding += int(exact[order[0]] - exact[order[-1]] <= bound.sum())
+        return Ranked(scores, ids, by_rounding)
+
+
+#: Candidates beyond ``k`` the final ranking re-scores, so equal or nearly equal scores at the
+#: ``k``-th place are ordered by exact scores and passage ids, not by the index's order.
+RESCORE_MARGIN = 16
+
+
+@dataclass
+class Ranked:
+    """:meth:`DenseIndex.ranked`'s answer: per query, the scores and passage ids best first, and
+    how many queries' top-k scores all lie within the float16 rounding of the stored vectors."""
+
+    scores: np.ndarray
+    ids: list[list[str]]
+    decided_by_rounding: int
+
+
+def exact_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``vectors . query`` summed in float64 and rounded once to float32: the same number whatever
+    the index, device or BLAS computed the candidates with."""
+    return (np.asarray(vectors, np.float64) @ np.asarray(query, np.float64)).astype(np.float32)
+
+
+def rounding_bounds(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """For float16-stored ``vectors``, a bound on ``|q . p - q . fp16(p)|`` for the encoder's
+    float32 ``p``: each coordinate rounds by at most ``2^-11 |p_i|`` (normal numbers, ``|p_i| <=
+    |fp16(p_i)| (1 + 2^-11)``) or ``2^-25`` (subnormals), so the error is at most
+    ``(2^-11 + 2^-22) sum |q_i| |fp16(p_i)| + 2^-25 sum |q_i|``."""
+    q = np.abs(np.asarray(query, np.float64))
+    return (2.0**-11 + 2.0**-22) * (np.abs(np.asarray(vectors, np.float64)) @ q) + 2.0**-25 * q.sum()
+
+
+def tie_key(passage_id: str) -> int:
+    """The order among equal scores: the first 8 bytes of the passage id's blake2b digest, a fixed
+    order unrelated to where the passage sits in the corpus."""
+    return int.from_bytes(hashlib.blake2b(passage_id.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def _add(index: Any, cache: EmbeddingCache, progress: bool, *, phi: float | None = None) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.api import Corpus, Encoder, EncoderSpec, Hit, RunContext
 
-from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, embed_corpus
+from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, FLOAT32_MAX_PASSAGES, embed_corpus
 from harness_builtins.dense.encoders import (
     DualEncoder,
     SentenceTransformerEncoder,
@@ -20,7 +20,7 @@ from harness_builtins.dense.encoders import (
     side_parameters,
     sides,
 )
-from harness_builtins.dense.index import DenseIndex, IndexConfig
+from harness_builtins.dense.index import DenseIndex, IndexConfig, warn_once
 from harness_builtins.dense.presets import INDEX_OPTIONS
 
 #: Subdirectory of ``RunContext.cache_dir`` holding embedding caches (and saved faiss indexes).
@@ -59,6 +59,8 @@ class DenseRetriever:
         batch = getattr(sides(encoder)[1], "batch_size", None) or 32
         self.chunk_size = chunk_size or max(DEFAULT_CHUNK_SIZE, 16 * batch)
         self.dense_index: DenseIndex | None = None
+        #: Questions whose ranking float16 rounding decided (:meth:`DenseIndex.ranked`).
+        self.decided_by_rounding = 0
 
     def parameters(self) -> dict[str, Any]:
         if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)):
@@ -89,6 +91,8 @@ class DenseRetriever:
         if self.dense_index is not None:
             record.update(self.dense_index.compute)
             record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))
+            record["embedding_dtype"] = str(self.dense_index.cache.meta.get("dtype"))
+            record["decided_by_rounding"] = self.decided_by_rounding
         training = getattr(self.encoder, "training_compute", None)
         if callable(training) and training() is not None:
             record["training"] = training()  # a trained checkpoint: how its training was spread
@@ -132,19 +136,19 @@ class DenseRetriever:
                 f"the question encoder gives {vectors.shape[1]}-d vectors but the passage index is "
                 f"{self.dense_index.dim}-d; these encoders cannot be paired"
             )
-        scores, rows = self.dense_index.search(vectors, k)
-        ids = self.dense_index.passage_ids(rows.clip(min=0))
-        width = rows.shape[1]
-        out: list[list[Hit]] = []
-        for q in range(vectors.shape[0]):
-            out.append(
-                [
-                    Hit(passage_id=ids[q * width + j], score=float(scores[q, j]))
-                    for j in range(width)
-                    if rows[q, j] >= 0
-                ]
+        ranked = self.dense_index.ranked(vectors, k)
+        if ranked.decided_by_rounding:
+            self.decided_by_rounding += ranked.decided_by_rounding
+            warn_once(
+                f"rounding:{id(self.dense_index)}",
+                f"{ranked.decided_by_rounding} of {len(vectors)} questions' top-{k} scores all lie within the float16 "
+                f"rounding of the cached passage vectors: rounding decides their rankings (a collapsed encoder?); "
+                f"the cache keeps float32 up to {FLOAT32_MAX_PASSAGES:,} passages",
             )
-        return out
+        return [
+            [Hit(passage_id=pid, score=float(score)) for pid, score in zip(ids, scores)]
+            for ids, scores in zip(ranked.ids, ranked.scores)
+        ]
 
 
 def build_retriever(encoder: str | EncoderSpec, **options: Any) -> DenseRetriever:

@@ -4,7 +4,8 @@
 passage side, with the dense retrievers' encoding engine and embedding cache
 (:func:`~harness_builtins.dense.distributed.encode_corpus_distributed`: float16 shards, resumable,
 verified when opened). Its cache key is a digest of the passage side's weights
-(:func:`passage_weights_digest`), the passage format and length: a frozen passage encoder finds
+(:func:`~harness_builtins.dense.passage_identity.passage_identity`: the same key as the
+evaluation encoder's), the passage format and length: a frozen passage encoder finds
 the embeddings made by an earlier run (one run per question distribution shares one index).
 
 **At most two copies on disk.** A re-embedding after training steps makes a new index (another
@@ -59,8 +60,6 @@ forward of the (wrapped) model, exactly as without chunking.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import time
@@ -77,6 +76,8 @@ from harness.errors import HarnessError
 
 from harness_builtins.dense.embeddings import EmbeddingCache
 from harness_builtins.training.engine import passage_text
+from harness_builtins.dense.passage_identity import passage_identity
+from harness_builtins.dense.pipeline import compute_precision
 from harness_builtins.training.model import DOCUMENT, LossParts, side_modules
 
 #: Rows scored at once per search block (bounds the ``[B, block]`` score matrix).
@@ -137,31 +138,6 @@ def _passage_side(model) -> tuple[list, bool]:
     return (list(model.children()), True) if modules is None else (modules, False)
 
 
-def passage_parameters(model) -> list[tuple[str, torch.Tensor]]:
-    """The named parameters and buffers that make passage embeddings, sorted by name."""
-    modules, _ = _passage_side(model)
-    named = [(f"{i}.{name}", t) for i, m in enumerate(modules) for name, t in m.state_dict().items()]
-    return sorted(named, key=lambda item: item[0])
-
-
-def passage_modules(model) -> list[list]:
-    """The passage side's modules as ``[class name, configuration, token limit]`` (pooling mode,
-    lower-casing, ``max_seq_length``): what makes embeddings besides the weights."""
-    modules, _ = _passage_side(model)
-    return [[type(m).__name__, m.get_config_dict() if hasattr(m, "get_config_dict") else {}, getattr(m, "max_seq_length", None)]
-            for m in modules]
-
-
-def passage_weights_digest(model) -> str:
-    """sha256 over the passage side's tensors (names, dtypes, shapes and bytes)."""
-    digest = hashlib.sha256()
-    for name, tensor in passage_parameters(model):
-        value = tensor.detach().to("cpu").contiguous()
-        digest.update(f"{name}:{value.dtype}:{tuple(value.shape)}\n".encode())
-        digest.update(value.view(torch.uint8).numpy().tobytes() if value.numel() else b"")
-    return digest.hexdigest()
-
-
 class ModelPassageEncoder:
     """The training model's passage side as a dense-retriever :class:`~harness.api.Encoder`
     (passages formatted as in training), so the corpus is embedded by the same engine and cache
@@ -169,11 +145,12 @@ class ModelPassageEncoder:
 
     def __init__(self, model, *, format: str, sep: str, batch_size: int = 64):
         self.model, self.format, self.sep, self.batch_size = model, format, sep, batch_size
-        self.digest = passage_weights_digest(model)
+        # the evaluation encoder's identity for the same passage side (one cache serves both), as
+        # the weights are now
+        self._identity = passage_identity(model, format=format, precision=compute_precision("fp32", _model_device(model) or "cpu"))
 
     def identity(self) -> str:
-        return json.dumps({"backend": "harness-train", "passage_weights": self.digest, "format": self.format,
-                           "modules": passage_modules(self.model)}, sort_keys=True, default=str)
+        return self._identity
 
     def _encode(self, texts: list[str], method: str) -> np.ndarray:
         if not texts:
@@ -288,7 +265,10 @@ class InLoopIndex:
             self.device = device
         encoder = model if isinstance(model, Encoder) else ModelPassageEncoder(model, format=self.format, sep=self.sep, batch_size=self.batch_size)
         self._replace(cache_path(self.root, self.corpus, encoder.identity()))
-        result = encode_corpus_distributed(encoder, self.corpus, self.root, shard_size=self.shard_size, progress=self.progress)
+        from harness.util.progress import task
+
+        with task(f"in-loop index at step {step}: embedding {len(self.corpus):,} passages", enabled=self.progress and _group()[0] == 0):
+            result = encode_corpus_distributed(encoder, self.corpus, self.root, shard_size=self.shard_size, progress=self.progress)
         self._hold(EmbeddingCache.open(result.path))
         seconds = time.perf_counter() - started
         encoded = sum(len(v) for v in result.encoded.values()) * self.cache.shard_size
