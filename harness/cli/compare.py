@@ -14,7 +14,7 @@ from harness.util.paths import default_results_dir
 @click.command("compare")
 @click.argument("results", nargs=-1, required=True)
 @click.option("--suite", default=None, help="The suite, when RESULTS are retriever names looked up in --results-dir.")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where names are looked up (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where names are looked up (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; leaderboard/results for the committed leaderboard's).")
 @click.option("--baseline", default=None, help="Compare every other system with this one only (its result file, or its label as shown), instead of every pair.")
 @click.option("--k", "k_values", multiple=True, help="Cutoffs (default: those of the first result).")
 @click.option("--mrr-k", type=int, default=None, help="Cutoff of the MRR test (default: the deepest --k).")

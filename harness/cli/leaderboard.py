@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from harness.errors import HarnessError
-from harness.util.paths import LEADERBOARD_FILE, default_results_dir
+from harness.util.paths import LEADERBOARD_FILE, LEADERBOARD_RESULTS
 
 #: The leaderboard's plots live in this folder next to the markdown file.
 PLOT_DIR = "plots"
@@ -23,12 +23,19 @@ def _rows(markdown: str) -> set[str]:
 
 
 @click.command("leaderboard")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to read (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help=f"Result files to read (default: the committed board's {LEADERBOARD_RESULTS}; $HARNESS_RESULTS_DIR does not change it).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help=f"The markdown file to write (default: {LEADERBOARD_FILE}; required with another results folder).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 when OUTPUT differs from what the results give.")
 @click.option("--force", is_flag=True, help="Write even when rows of the current OUTPUT would disappear.")
 def leaderboard(results_dir: Path | None, output: Path | None, check: bool, force: bool) -> None:
     """Regenerate the markdown leaderboard from result files.
+
+    By default it builds (or checks) the project's committed board, leaderboard/README.md, from
+    leaderboard/results. Runs do not go there by default (`harness run` and `harness score` write
+    to results/, or $HARNESS_RESULTS_DIR): to add a run to the committed board, give it
+    `--results-dir leaderboard/results`, then run `harness leaderboard`. For a board of your own
+    results elsewhere, pass both options, e.g.
+    `harness leaderboard --results-dir results --output results/README.md`.
 
     The leaderboard never loses rows silently: when results that OUTPUT shows are gone from the
     results folder, nothing is written and the missing ones are named (--force writes anyway).
@@ -40,9 +47,9 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     from harness.results.schema import read_results
     from harness.util.atomic import write_text_atomic
 
-    results_dir = results_dir or default_results_dir()
+    results_dir = results_dir or LEADERBOARD_RESULTS
     if output is None:
-        if results_dir.resolve() != (Path("leaderboard") / "results").resolve():
+        if results_dir.resolve() != LEADERBOARD_RESULTS.resolve():
             raise HarnessError(
                 f"results folder {results_dir} is not the project's leaderboard/results: name the markdown "
                 f"file to write with --output (the project's {LEADERBOARD_FILE} is left alone)"

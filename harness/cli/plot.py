@@ -13,7 +13,7 @@ from harness.util.paths import default_results_dir
 @click.argument("kind", type=click.Choice(["topk", "parts", "buckets", "matrix"]))
 @click.argument("results", nargs=-1)
 @click.option("--suite", default=None, help="The suite whose results to draw (all of them when no RESULTS are named); required for names.")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where results are read (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where results are read (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; leaderboard/results for the committed leaderboard's).")
 @click.option("--k", "k", type=click.IntRange(1, 10_000), default=20, show_default=True, help="The cutoff of parts, buckets and matrix plots.")
 @click.option("--rows", default="retriever", show_default=True, help="matrix: what the rows are: retriever (each configuration's label, as compare shows it), suite or a parameter (dotted when nested).")
 @click.option("--columns", default="suite", show_default=True, help="matrix: what the columns are.")

@@ -10,7 +10,7 @@ from harness.util.paths import default_results_dir
 
 
 @click.command("reproduce")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to check (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to check, and where --runs/--run record theirs (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; leaderboard/results for the committed leaderboard's).")
 @click.option("--tolerance", type=click.FloatRange(0, 100), default=None, metavar="POINTS", help="Largest allowed |ours - published| in percentage points for every row, replacing the tables' rules (2 = two points). Before, this was a fraction: a value below 1 is read as points, so an old --tolerance 0.02 is now stricter, never looser.")
 @click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
 @click.option("--runs", "published_runs", is_flag=True, help="First fetch, score and record every published run (`harness list runs`), then check each against its published row.")

@@ -31,7 +31,7 @@ def save_rankings(evaluation, stem: Path, *, tag: str) -> list[Path]:
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's, usually 1,5,20,100).")
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="A retriever option, e.g. -o k1=1.2 (repeatable).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; give leaderboard/results to add the run to the committed leaderboard).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where indexes are cached (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for indexing and search (default: all cores).")
 @click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more (other cutoffs, deeper, another question set).")
