@@ -13,11 +13,11 @@ from harness.util.paths import default_results_dir
 @click.command("score")
 @click.option("--suite", "-s", default=None, help="Suite the run answers (see `harness list suites`); a published run's own by default.")
 @click.option("--run", "run_file", required=True, metavar="FILE|NAME", help="The run file, or a published run's name (`harness list runs`; published:NAME always means the published run).")
-@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini", "upr", "rankify"]), default=None, help="Run format (default: detected from the file).")
+@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini", "upr", "rankify", "tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked"]), default=None, help="Run format (default: detected from the file).")
 @click.option("--name", default=None, help="Name for the leaderboard row (default: the file name, or the published run's name).")
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
-@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: leaderboard/results, or $HARNESS_RESULTS_DIR).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to write the result file (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; give leaderboard/results to add the run to the committed leaderboard).")
 @click.option("--replace", is_flag=True, help="Replace a result file of this configuration even when it covers more.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where a re-ranker caches scores (default: $HARNESS_CACHE_DIR or ~/.cache/harness).")
 @rerank_options
@@ -29,7 +29,10 @@ def score(
     """Score RUN on SUITE with the DPR protocol and record the result.
 
     Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON, UPR's
-    and Rankify's released runs; gzip and .tar.gz files are read as a stream. Passage text
+    and Rankify's released runs, and other tools' runs: Tevatron (qid TAB docid TAB score), ranx
+    JSON, FlashRAG's saved items, Rankify's saved documents (rankify-dataset; its re-ranked
+    contexts: rankify-reranked), read uncompressed; gzip and .tar.gz files of the others are read
+    as a stream. Passage text
     carried by the file is scored directly; otherwise passages are looked up in the suite's
     corpus. With --rerank NAME each question's top --rerank-depth passages are re-ranked first
     (-R KEY=VALUE sets the re-ranker's options).

@@ -23,6 +23,11 @@ any compressed file: gzip, or a member of a ``.tar.gz``) as a stream by
   "has_answer"}`` and no text (the suite's corpus gives the text); see :mod:`harness.runfiles.stream`.
 - ``rankify-json``: Rankify's released runs, DPR's list shape with integer ids, texts optional.
 
+Other tools' run files, ``tevatron`` (``qid<TAB>docid<TAB>score``), ``ranx`` (``{qid: {docid:
+score}}``), ``flashrag`` (its saved items with ``retrieval_result``), ``rankify-dataset`` and
+``rankify-reranked`` (what Rankify's ``Dataset.save_dataset`` writes), are read as a stream by
+:mod:`harness.runfiles.othertools`, which documents each format and where its writer is.
+
 Plain ``dpr-json`` and ``pyserini-json`` files are memory-mapped and decoded whole (fast, and the
 passage texts stay in the mapped file); compressed ones are streamed.
 
@@ -82,7 +87,11 @@ from harness.errors import InputFileError
 from harness.api import Hit, Question, Suite
 from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_columns
 
-RUN_FORMATS = ("trec", "dpr-json", "pyserini-json", "upr-json", "rankify-json")
+RUN_FORMATS = (
+    "trec", "dpr-json", "pyserini-json", "upr-json", "rankify-json",
+    # other tools' formats (harness.runfiles.othertools.OTHER_FORMATS)
+    "tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked",
+)
 #: Formats only read as a stream (:mod:`harness.runfiles.stream`).
 STREAMED_FORMATS = ("upr-json", "rankify-json")
 
@@ -496,8 +505,10 @@ _READERS = {"trec": _read_trec, "dpr-json": _read_dpr_json, "pyserini-json": _re
 
 
 def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:
-    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns);
-    a compressed file is looked at decompressed."""
+    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns),
+    or another tool's format where the file's beginning is unmistakably one
+    (:func:`harness.runfiles.othertools.sniff_format`: ``tevatron``, ``ranx``, ``flashrag``,
+    ``rankify-dataset``); a compressed file is looked at decompressed."""
     path = Path(path)
     if compression is not None:
         from harness.runfiles.stream import open_stream
@@ -513,6 +524,13 @@ def detect_format(path: str | Path, compression: str | None = None, member: str 
     stripped = head.lstrip()
     if not stripped:
         raise InputFileError(path, "empty run file")
+    from harness.runfiles.othertools import sniff_format
+
+    other = sniff_format(path, stripped, compression, member)
+    if other is not None:
+        if compression is not None:
+            raise InputFileError(path, f"a compressed {other} run is not supported: decompress it first")
+        return other
     if stripped[0] == "[":
         return "dpr-json"
     if stripped[0] == "{":
@@ -521,7 +539,9 @@ def detect_format(path: str | Path, compression: str | None = None, member: str 
     if len(first.split()) == 6:
         return "trec"
     raise InputFileError(
-        path, "cannot tell the run format: expected a TREC run (qid Q0 docid rank score tag) or DPR/pyserini JSON"
+        path,
+        "cannot tell the run format: expected a TREC run (qid Q0 docid rank score tag), a Tevatron run "
+        "(qid<TAB>docid<TAB>score) or JSON (DPR, pyserini, ranx, FlashRAG, Rankify)",
     )
 
 
@@ -640,6 +660,19 @@ def read_run(
     fmt = format or detect_format(path, compression, member)
     if fmt not in RUN_FORMATS:
         raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
+    from harness.runfiles.othertools import OTHER_FORMATS, read_other
+    from harness.runfiles.stream import source_name
+
+    if fmt in OTHER_FORMATS:
+        with _gc_paused():
+            found, missing, mismatched = read_other(
+                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep
+            )
+            rankings = {
+                qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
+                for qid, hits in found.items()
+            }
+        return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=fmt, source=source_name(path, member))
     if compression is not None or fmt in STREAMED_FORMATS:
         from harness.runfiles.stream import read_streamed, source_name
 

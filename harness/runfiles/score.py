@@ -19,6 +19,7 @@ from harness.evaluate import build_result, check_metrics, make_context, normaliz
 from harness.scoring.rerank import most_reranked, reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
+from harness.runfiles.othertools import OTHER_FORMATS, score_other
 from harness.runfiles.readers import STREAMED_FORMATS, Run, RunHit, RunWarning, read_run
 from harness.scoring.metrics import DEFAULT_METRIC
 
@@ -26,6 +27,8 @@ from harness.scoring.metrics import DEFAULT_METRIC
 FORMAT_ALIASES = {
     "trec": "trec", "dpr": "dpr-json", "dpr-json": "dpr-json", "pyserini": "pyserini-json", "pyserini-json": "pyserini-json",
     "upr": "upr-json", "upr-json": "upr-json", "rankify": "rankify-json", "rankify-json": "rankify-json",
+    # other tools' own run files (harness.runfiles.othertools)
+    **{name: name for name in OTHER_FORMATS},
 }
 
 
@@ -77,7 +80,7 @@ def score_file(
     fmt = None
     if format is not None:
         if format not in FORMAT_ALIASES:
-            raise HarnessError(f"--format must be one of trec, dpr, pyserini, upr, rankify; got {format!r}")
+            raise HarnessError(f"--format must be one of {', '.join(sorted(FORMAT_ALIASES))}; got {format!r}")
         fmt = FORMAT_ALIASES[format]
     if compression is None:
         compression = detect_compression(run_file)
@@ -94,7 +97,7 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
-    streamed = compression is not None or fmt in STREAMED_FORMATS
+    streamed = compression is not None or fmt in STREAMED_FORMATS or fmt in OTHER_FORMATS
     split = None
     if rerank is None:
         split = _score_streamed(run_file, loaded, fmt, compression, member) if streamed else _score_split(run_file, loaded, fmt)
@@ -169,7 +172,10 @@ def _score_streamed(run_file: Path, suite: Suite, fmt: str | None, compression: 
         raise HarnessError(f"{run_file}: a compressed TREC run is not supported: decompress it first")
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         digest = pool.submit(_sha256, run_file)
-        found = score_streamed(run_file, suite, fmt, compression=compression, member=member)
+        if fmt in OTHER_FORMATS:  # one question at a time, as the other streamed formats
+            found = score_other(run_file, suite, fmt, compression=compression, member=member)
+        else:
+            found = score_streamed(run_file, suite, fmt, compression=compression, member=member)
         sha256 = digest.result()
     run = Run(
         rankings={q.id: () for q in suite.questions}, missing=found.missing, answer_mismatches=found.answer_mismatches,
