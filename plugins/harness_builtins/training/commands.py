@@ -55,7 +55,7 @@ def _is_number(text: str) -> bool:
 @click.option("--max-question-length", type=int, default=None, help="Question tokens (default 64).")
 @click.option("--max-passage-length", type=int, default=None, help="Passage tokens (default 256).")
 @click.option("--format", "format", type=click.Choice(["title_text", "text", "dpr"]), default=None, help="Passage input: title + text (default), text only, or DPR's title [SEP] text (for export-dpr).")
-@click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a transformers model (default cls, as DPR).")
+@click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a plain transformers model (default cls, as DPR). A sentence-transformers model (minilm) pools by its own Pooling module; a --pooling that differs is refused.")
 @click.option("--mixture", type=click.Choice(["proportional", "round_robin"]), default=None, help="How several --data files are mixed (default proportional).")
 @click.option("--save-steps", type=int, default=None, help="Checkpoint every N steps (default 500).")
 @click.option("--logging-steps", type=int, default=None, help="Log every N steps (default 10).")

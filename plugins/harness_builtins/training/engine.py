@@ -77,7 +77,9 @@ class TrainSettings:
     max_question_length: int = 64
     max_passage_length: int = 256
     format: str = "title_text"
-    pooling: str = "cls"
+    #: ``--pooling`` as given: None is the model's own (a sentence-transformers model's ``Pooling``),
+    #: else CLS; a sentence-transformers model refuses one that differs from its own.
+    pooling: str | None = None
     mixture: str = "proportional"
     save_steps: int = 500
     logging_steps: int = 10
@@ -129,7 +131,7 @@ class TrainSettings:
                 option.check(value, name)
             except OptionError:
                 flag = "--lr" if name == "learning_rate" else f"--{name.replace('_', '-')}"
-                raise HarnessError(f"{flag} must be {option.describe().removesuffix(' or null')}, got {value!r}") from None
+                raise HarnessError(f"{flag} must be {option.describe().removesuffix(' or null').removesuffix(', null')}, got {value!r}") from None
         passage_text("", "", self.format)
         if not self.data:
             raise HarnessError("no training data: give --data FILE (a DPR training JSON, or several with weights)")
@@ -169,7 +171,7 @@ def _declare() -> dict[str, Any]:
         "passage_chunk_size": non_negative_int(64), "retrieve_k": positive_int(None, nullable=True),
         "refresh_every": non_negative_int(None, nullable=True), "max_steps": positive_int(1),
         "hard_negatives": non_negative_int(None, nullable=True), "seed": non_negative_int(42, max=2**32 - 1),
-        "mixture": choice("proportional", ("proportional", "round_robin")), "pooling": choice("cls", ("cls", "mean")),
+        "mixture": choice("proportional", ("proportional", "round_robin")), "pooling": choice(None, ("cls", "mean"), nullable=True),
         "format": choice("title_text", FORMATS),
         "pretrain_epochs": number(None, min=0, min_exclusive=True, nullable=True),
         "pretrain_max_steps": positive_int(None, nullable=True),

@@ -5,7 +5,11 @@
 ``DPRQuestionEncoder.from_pretrained``, pyserini's ``DprQueryEncoder`` and the harness's
 ``dense`` retriever (``-o query_model=DEST/question_encoder -o passage_model=DEST/ctx_encoder``)
 load. DPR encoders are BERT with the ``[CLS]`` vector as output and no projection, so only BERT
-checkpoints trained with CLS pooling can be exported, and the passages match DPR's input only when
+checkpoints trained with CLS pooling can be exported: ones trained from a plain transformers BERT
+(``--model bert-base-uncased``, a local BERT directory; CLS pooling unless ``--pooling mean``), or
+from a sentence-transformers BERT whose own pooling is CLS. A sentence-transformers model that pools
+by mean (``minilm``, all-MiniLM-L6-v2) keeps its mean pooling and cannot be exported. The passages
+match DPR's input only when
 the checkpoint was trained with ``--format dpr`` (``title [SEP] text``); another format is
 exported with a warning, since DPR tools will format passages differently from training.
 
@@ -42,7 +46,9 @@ def _bert(modules, side: str):
         raise HarnessError(f"the {side} encoder is {' + '.join(kinds)}; DPR's format holds a Transformer with CLS pooling only")
     pooling = modules[1].get_config_dict().get("pooling_mode")
     if pooling != "cls":
-        raise HarnessError(f"the {side} encoder pools by {pooling!r}; DPR's encoders output the [CLS] vector (train with --pooling cls)")
+        raise HarnessError(f"the {side} encoder pools by {pooling!r}; DPR's encoders output the [CLS] vector, so only a checkpoint "
+                           "trained with CLS pooling exports: train from a plain transformers BERT (e.g. --model bert-base-uncased, "
+                           "CLS pooling by default); a sentence-transformers model (as minilm) keeps its own pooling")
     bert = modules[0].auto_model
     if bert.config.model_type != "bert":
         raise HarnessError(f"the {side} encoder is a {bert.config.model_type!r} model; DPR's format holds BERT encoders")

@@ -6,8 +6,9 @@ sentence-transformers' ``SentenceTransformerTrainer``, and the checkpoints it le
   the global batch, split into one slice per process under ``torchrun``
   (:func:`~.distributed.split`), the epoch told by
   :class:`EpochClock` at every epoch's start (not left to a wrapper that may not pass it on).
-- :class:`LogCallback` writes ``train_log.jsonl``; :class:`InLoopCallback` builds, refreshes, saves
-  and restores the in-loop index.
+- :class:`LogCallback` writes ``train_log.jsonl``; :class:`ConsoleCallback` shows the steps and
+  one line per logging step on stderr (the trainer's own callbacks, which print on stdout, are
+  removed); :class:`InLoopCallback` builds, refreshes, saves and restores the in-loop index.
 - :class:`HarnessTrainer` stops at the first non-finite loss or gradient norm
   (:class:`Diverged`, one line naming the optimizer step), on every process together, so no
   non-finite weights are trained on or saved as the final model (the trainer's own
@@ -142,6 +143,65 @@ class LogCallback(TrainerCallback):
         self.last, self.last_step = now, state.global_step
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+
+
+class ConsoleCallback(TrainerCallback):
+    """What training shows (rank 0, on stderr: stdout stays clean for the command's output), in
+    place of the trainer's own printing callbacks: a bar of optimizer steps
+    (:func:`harness.util.progress.progress`: on a terminal only, plain lines otherwise) and one
+    line per logging step, ``step 40/60  epoch 0.67  loss 0.4321  lr 1.2e-05``, then
+    ``trained 60 steps in 12.3 s  mean loss 0.4321``. ``--no-progress`` shows none of it
+    (``train_log.jsonl`` has every logging step)."""
+
+    def __init__(self, progress: bool) -> None:
+        from harness.util.progress import progress_enabled
+
+        self.progress, self.bar, self.done = progress and progress_enabled(), None, 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            from harness.util.progress import progress
+
+            self.bar = progress(total=state.max_steps, desc="training", unit="steps", enabled=self.progress)
+            self.done = 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.done)
+            self.done = state.global_step
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not self.progress or not state.is_world_process_zero or not logs:
+            return
+        from harness.util.progress import note
+
+        if "train_runtime" in logs:  # the trainer's summary, the last log of the run
+            self._close(quiet=True)
+            line = f"trained {state.global_step} steps in {float(logs['train_runtime']):.1f} s"
+            if isinstance(logs.get("train_loss"), (int, float)):
+                line += f"  mean loss {logs['train_loss']:.4f}"
+            note(line)
+            return
+        parts = [f"step {state.global_step}/{state.max_steps}"]
+        if isinstance(state.epoch, (int, float)):
+            parts.append(f"epoch {state.epoch:.2f}")
+        for key, label, spec in (("loss", "loss", ".4f"), ("learning_rate", "lr", ".2g"), ("grad_norm", "grad norm", ".3g")):
+            if isinstance(logs.get(key), (int, float)):
+                parts.append(f"{label} {format(logs[key], spec)}")
+        note("  ".join(parts))
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._close(quiet=False)
+
+    def _close(self, quiet: bool) -> None:
+        from harness.util.progress import PlainProgress
+
+        if self.bar is not None:
+            if isinstance(self.bar, PlainProgress):
+                self.bar.close(finished=not quiet)  # the summary line says it
+            else:
+                self.bar.close()
+            self.bar = None
 
 
 class InLoopCallback(TrainerCallback):
@@ -298,7 +358,7 @@ def training_arguments(settings: TrainSettings, recipe, text_columns: list[str],
         logging_steps=settings.logging_steps,
         logging_first_step=True,
         report_to=["tensorboard"] if _has_tensorboard() else "none",
-        disable_tqdm=not settings.progress,
+        disable_tqdm=True,  # the trainer's bar prints its logs on stdout: ConsoleCallback shows them
         router_mapping=router_mapping(text_columns, recipe.shared_encoder),
         prompts={QUESTION: marker} if marker else None,
         dataloader_drop_last=False,
@@ -371,7 +431,7 @@ def batch_geometry(settings: TrainSettings) -> dict[str, int]:
 def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     """Train one stage (see the module notes) and return what it left."""
     from datasets import Dataset
-    from transformers.trainer_callback import PrinterCallback
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     recipe = registry.registry("variants").get(settings.variant).recipe
     output = Path(settings.output)
@@ -393,13 +453,15 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     log_path = output / LOG_FILE
     resume_from = resume_checkpoint(checkpoints) if settings.resume else None
     batches = EpochBatches(sampler, prepared.usable, settings.batch_size, settings.seed)
-    callbacks = [EpochClock(batches, augmenter, settings.gradient_accumulation), LogCallback(log_path, loss)]
+    callbacks = [EpochClock(batches, augmenter, settings.gradient_accumulation), LogCallback(log_path, loss),
+                 ConsoleCallback(settings.progress)]
     if index is not None:
         callbacks.append(InLoopCallback(index, loss_module, model, checkpoints, prepared.in_loop.refresh_every, resume_from))
     args = training_arguments(settings, recipe, [c for c in data if c != "index"], checkpoints)
     trainer = HarnessTrainer(model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks, batches=batches,
                              loss_before=loss_before(resume_from))
-    trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl, not stdout
+    for printing in (PrinterCallback, ProgressCallback):  # they print the logs on stdout: ConsoleCallback shows them on stderr
+        trainer.remove_callback(printing)
     if resume_from is not None:
         truncate_log(log_path, int(resume_from.name.split("-")[1]))
     elif trainer.is_world_process_zero():  # a fresh start: the settings a --resume must match

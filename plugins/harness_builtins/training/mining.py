@@ -35,6 +35,7 @@ from harness.api import (
 from harness.data.training import AnswerCheck, hard_negatives
 from harness.errors import HarnessError
 from harness.evaluate import retrieve
+from harness.util.progress import task
 
 #: The options of the ``retriever`` miner, with their defaults and declarations.
 OPTIONS = Options({
@@ -81,13 +82,16 @@ class RetrieverMiner:
         examples = list(examples)
         if not examples:
             return []
-        model = registry.load("retrievers", self.retriever, self.options).value
-        model.index(corpus, context)
-        questions = [
-            Question(id=str(i), text=example.question, answers=tuple(example.answers))
-            for i, example in enumerate(examples)
-        ]
-        rankings = retrieve(model, questions, self.depth, context, name=self.retriever, corpus=corpus)
+        label = "BM25" if self.retriever == "bm25" else self.retriever
+        with task(f"mining {label} negatives ({len(examples):,} question{'s' * (len(examples) != 1)}, top {self.depth} of {corpus.name})",
+                  enabled=context.progress):
+            model = registry.load("retrievers", self.retriever, self.options).value
+            model.index(corpus, context)
+            questions = [
+                Question(id=str(i), text=example.question, answers=tuple(example.answers))
+                for i, example in enumerate(examples)
+            ]
+            rankings = retrieve(model, questions, self.depth, context, name=self.retriever, corpus=corpus)
         out = []
         for example, ranking in zip(examples, rankings):
             passages = (_get(corpus, hit.passage_id, self.retriever) for hit in ranking)

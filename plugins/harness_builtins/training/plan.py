@@ -191,6 +191,10 @@ def check_resumed_settings(stage: Stage) -> None:
         raise HarnessError(f"{path}: cannot read the settings of the run to resume ({exc}); "
                            "remove the folder to start over") from None
     now = run_settings(stage.settings)
+    if before.get("pooling") == "cls" and now.get("pooling") is None:
+        # runs before --pooling defaulted to the model's own wrote "cls" when it was not given; they
+        # built what None builds (CLS for a transformers model, a sentence-transformers model's own)
+        before["pooling"] = None
     changed = [key for key in sorted(set(now) | set(before)) if key not in RESUMABLE and now.get(key) != before.get(key)]
     if changed:
         shown = "; ".join(f"{key}: {json.dumps(before.get(key))} -> {json.dumps(now.get(key))}" for key in changed[:4])
@@ -240,6 +244,10 @@ def make_plan(settings: TrainSettings) -> Plan:
     settings = per_device_batch(settings)
     refuse_data_parallel()
     check_recipe(settings)
+    if settings.pretrained_from is None:  # a later stage starts from the first stage's model, pooled as asked
+        from harness_builtins.training.model import check_pooling
+
+        check_pooling(settings.model, settings.pooling)
     output = Path(settings.output)
     check_output_folder(output)
     if is_finished(output):

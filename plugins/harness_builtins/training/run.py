@@ -25,6 +25,7 @@ from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
 from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
+from harness_builtins.training.model import mark_similarity
 from harness_builtins.training.plan import Plan, Stage, check_output_folder, make_plan
 
 
@@ -41,23 +42,16 @@ def versions() -> dict[str, Any]:
 
 
 def _quiet() -> None:
-    import functools
+    """No bars from huggingface_hub, transformers, datasets or sentence-transformers' model card
+    (:func:`harness.util.progress.quiet_third_party_progress`, with each of them imported)."""
+    import huggingface_hub.utils  # noqa: F401
+    import transformers.utils.logging  # noqa: F401
+    import datasets  # noqa: F401
+    import sentence_transformers  # noqa: F401
 
-    from huggingface_hub.utils import disable_progress_bars
-    from transformers.utils import logging as hf_logging
+    from harness.util.progress import quiet_third_party_progress
 
-    import datasets
-
-    disable_progress_bars()
-    hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    try:  # the model card's plain tqdm bar ("Computing widget examples") follows no switch
-        from sentence_transformers.base import model_card
-
-        if not isinstance(model_card.tqdm, functools.partial):
-            model_card.tqdm = functools.partial(model_card.tqdm, disable=True)
-    except (ImportError, AttributeError):
-        pass
+    quiet_third_party_progress()
 
 
 def train(settings: TrainSettings) -> Path:
@@ -67,7 +61,9 @@ def train(settings: TrainSettings) -> Path:
     started = time.monotonic()
     settings.check()
     init_process_group(cpu=not torch.cuda.is_available(), timeout_seconds=settings.distributed_timeout)
-    if not settings.progress:
+    from harness.util.progress import stderr_is_tty
+
+    if not settings.progress or not stderr_is_tty():  # no bars, or no terminal to draw them on
         _quiet()
     with output_lock(Path(settings.output)):
         plan = make_plan(settings)
@@ -121,7 +117,7 @@ def run_stage(stage: Stage) -> None:
         return
     output = Path(settings.output)
     with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
-        fitted.model.save(str(tmp))
+        mark_similarity(fitted.model).save(str(tmp))
     state = {k: v for k, v in fitted.loss_module.state_dict().items()}
     if state:
         from safetensors.torch import save
@@ -129,7 +125,7 @@ def run_stage(stage: Stage) -> None:
         write_bytes_atomic(output / LOSS_STATE_FILE, save({k: v.contiguous() for k, v in state.items()}))
     variant = registry.registry("variants").get(settings.variant)
     write_checkpoint_record(output, {
-        **_common(settings, variant, prepared.records),
+        **_common(settings, variant, prepared.records, fitted.model),
         "examples": {"read": prepared.read, "after_mixture": len(prepared.examples), "trained_on": fitted.kept,
                      "left_out": len(prepared.examples) - fitted.kept},
         "hard_negatives": prepared.hard_negatives,
@@ -146,9 +142,16 @@ def run_stage(stage: Stage) -> None:
     })
 
 
-def _common(settings: TrainSettings, variant, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _common(settings: TrainSettings, variant, records: list[dict[str, Any]], model) -> dict[str, Any]:
+    """The record's common part; its ``settings.pooling`` is the pooling ``model`` uses (read from
+    its ``Pooling`` modules: a sentence-transformers initial model pools by its own), not the
+    option as given."""
+    from harness_builtins.training.model import pooling_of
+
+    record = settings_record(settings)
+    record["pooling"] = pooling_of(model)
     return {"variant": settings.variant, "reference": variant.reference, "recipe": recipe_record(variant.recipe),
-            "settings": settings_record(settings), "initial_model": settings.model, "data": records,
+            "settings": record, "initial_model": settings.model, "data": records,
             "format": settings.format, "seed": settings.seed}
 
 
@@ -178,10 +181,10 @@ def assemble_labels(plan: Plan, started: float) -> None:
                         max_question_length=settings.max_question_length, max_passage_length=settings.max_passage_length)
     output = Path(settings.output)
     with atomic_dir(output / MODEL_DIR, replace=True) as tmp:
-        model.save(str(tmp))
+        mark_similarity(model).save(str(tmp))
     variant = registry.registry("variants").get(settings.variant)
     write_checkpoint_record(output, {
-        **_common(settings, variant, plan.data or []),
+        **_common(settings, variant, plan.data or [], model),
         "labels": {label: {"folder": plan.labels[label], "steps": r.get("steps"), "examples": r.get("examples"),
                            "in_loop": r.get("in_loop"), "train_loss": r.get("train_loss")} for label, r in runs.items()},
         "distributed": next(iter(runs.values())).get("distributed"),
