@@ -22,7 +22,8 @@ Runs after ``scripts/train_demo_variants.py`` (it needs ``RUNS/small-bert`` and 
 
 Each is evaluated on ``demo`` (the leaderboard) and ``demo-dev`` with its start. A finished step
 is not run again; ``--variants demo-t5`` trains the small T5 alone (an offline teacher and
-generator for the README's examples). Run from the repository root:
+generator for the README's examples). Each phase is announced on stderr before it starts. Run
+from the repository root:
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/train_demo_inloop.py [--runs runs/demo-variants] \\
         [--results-dir leaderboard/results] [--dev-results-dir runs/demo-variants/dev-results]
@@ -44,6 +45,11 @@ COMMON = ["--pooling", "mean", "--max-passage-length", "128", "--max-question-le
           "--no-progress", "--logging-steps", "20"]
 
 
+def phase(message: str) -> None:
+    """Announce a phase on stderr before it starts (some take minutes without a word)."""
+    print(f"[train_demo_inloop] {message}", file=sys.stderr, flush=True)
+
+
 def cli(*args: str) -> None:
     print("+ harness " + " ".join(args), flush=True)
     code = harness(list(args))
@@ -62,6 +68,7 @@ def train_demo_t5(target: Path, epochs: int) -> None:
     from harness.evaluate import make_context
     from harness_builtins.common.seq2seq import ART_PASSAGE_PROMPT, ART_QUESTION_TARGET, passage_prompt, question_target
 
+    phase("demo-t5: reading demo-train and finding each question's positive passage (BM25 over its corpus)")
     suite = registry.load("suites", "demo-train", {}).value
     examples, _ = suite_training_examples(suite, registry.load("retrievers", "bm25", {}).value, name="bm25",
                                           context=make_context(suite, show_progress=False), negatives=0)
@@ -84,6 +91,7 @@ def train_demo_t5(target: Path, epochs: int) -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     rng = random.Random(0)
     began = time.monotonic()
+    phase(f"demo-t5: training a small T5 from scratch, {epochs} epochs over {len(pairs):,} pairs (minutes on CPU)")
     for epoch in range(epochs):
         rng.shuffle(pairs)
         total = 0.0
@@ -103,6 +111,7 @@ def train_demo_t5(target: Path, epochs: int) -> None:
 
 
 def evaluate(retriever: str, options: list[str], results: Path, dev_results: Path) -> None:
+    phase(f"evaluating {retriever} ({', '.join(options)}) on demo and demo-dev")
     flags = [arg for option in options for arg in ("-o", option)]
     cli("run", "--retriever", retriever, *flags, "--suite", "demo", "--results-dir", str(results), "--no-progress")
     cli("run", "--retriever", retriever, *flags, "--suite", "demo-dev", "--results-dir", str(dev_results), "--no-progress")
@@ -138,22 +147,38 @@ def run(args: argparse.Namespace) -> None:
         began = time.monotonic()
         out = runs / name
         if name == "synthetic-pretrain" and not (runs / "generated.json").exists():
+            phase("synthetic-pretrain: generating questions for 1,500 demo passages with demo-t5")
             cli("data", "generate-questions", "demo", "--model", str(t5), "--output", str(runs / "generated.json"),
                 "--passages", "1500", "--per-passage", "1", "--negatives", "1", "--seed", "0", "--no-progress")
         if not (out / "harness_training.json").exists():
+            phase(f"{name}: training into {out}")
             cli("train", *steps[name], "--output", str(out), *COMMON)
+        else:
+            phase(f"{name}: already trained ({out}), not trained again")
         trained = time.monotonic()
         evaluate("specialised" if name == "specialised" else "trained", [f"path={out}"], results, dev)
         print(f"[{name}] training {trained - began:.0f}s, evaluation {time.monotonic() - trained:.0f}s", flush=True)
 
 
-if __name__ == "__main__":
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=Path, default=Path("runs/demo-variants"))
-    parser.add_argument("--results-dir", type=Path, default=Path("leaderboard/results"))
-    parser.add_argument("--dev-results-dir", type=Path, default=Path("runs/demo-variants/dev-results"))
-    parser.add_argument("--variants", default="qsft,specialised,art,synthetic-pretrain")
+    parser.add_argument("--runs", type=Path, default=Path("runs/demo-variants"),
+                        help="the folder of scripts/train_demo_variants.py's runs: it reads RUNS/small-bert and RUNS/dpr "
+                             "and writes RUNS/demo-t5 and RUNS/VARIANT (default: %(default)s)")
+    parser.add_argument("--results-dir", type=Path, default=Path("leaderboard/results"),
+                        help="where the result files of the evaluations on demo go (default: %(default)s, the "
+                             "committed leaderboard's results: this script regenerates its rows on purpose; give "
+                             "another folder, e.g. results, to keep the committed board unchanged)")
+    parser.add_argument("--dev-results-dir", type=Path, default=Path("runs/demo-variants/dev-results"),
+                        help="where the result files of the evaluations on demo-dev go (default: %(default)s)")
+    parser.add_argument("--variants", default="qsft,specialised,art,synthetic-pretrain",
+                        help="comma-separated steps to run: demo-t5, qsft, specialised, art, synthetic-pretrain "
+                             "(demo-t5 alone trains the small T5 and stops; default: %(default)s)")
     parser.add_argument("--t5-epochs", type=int, default=4, help="epochs of the demo-t5 teacher and generator (default: %(default)s)")
-    parsed = parser.parse_args()
+    return parser
+
+
+if __name__ == "__main__":
+    parsed = build_parser().parse_args()
     parsed.variants = [v for v in parsed.variants.split(",") if v]
     run(parsed)

@@ -88,15 +88,22 @@ def evaluate(retriever: str, options: list[str], results: Path) -> None:
         "--no-progress")
 
 
-def parse_args() -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/demo-variants"),
                         help="where the initial model and the checkpoints go (default: %(default)s)")
     parser.add_argument("--results-dir", type=Path, default=Path("leaderboard/results"),
-                        help="where result files go (default: %(default)s)")
+                        help="where result files go (default: %(default)s, the committed leaderboard's results: "
+                             "this script regenerates its rows on purpose; give another folder, e.g. results, to "
+                             "keep the committed board unchanged)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated variants to train and evaluate (default: all)")
     parser.add_argument("--epochs", type=float, default=3, help="passes over demo-train (default: %(default)s)")
+    return parser
+
+
+def parse_args() -> argparse.Namespace:
+    parser = build_parser()
     args = parser.parse_args()
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = sorted(set(args.variants) - set(VARIANTS))

@@ -1,12 +1,21 @@
 """Entry point of the ``harness`` command: the command group, plugin commands, and error handling.
 
 User errors (:class:`harness.errors.HarnessError`) print one line on stderr and exit with 2.
+
+While a command runs, the warnings of third-party libraries (:data:`QUIET_PACKAGES`: deprecation
+notices and advice meant for their developers) are hidden and transformers logs errors only;
+the harness's own warnings are shown. ``HARNESS_DEBUG=1`` shows everything.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import sys
+import warnings
+from collections.abc import Iterator
 
 import click
 
@@ -28,6 +37,74 @@ def _warn(failure) -> None:
         f"harness: warning: {failure.describe()}; skipped (HARNESS_STRICT_PLUGINS=1 makes this an error)",
         err=True,
     )
+
+
+#: Third-party packages whose Python warnings a ``harness`` command hides (``HARNESS_DEBUG=1`` shows them).
+QUIET_PACKAGES = (
+    "transformers", "sentence_transformers", "torch", "torchvision", "pyserini", "jnius", "datasets",
+    "huggingface_hub", "accelerate", "tokenizers", "safetensors", "faiss", "tensorboard", "pyarrow",
+)
+_QUIET_MODULE = re.compile(r"(?:%s)(?:\.|$)" % "|".join(re.escape(p) for p in QUIET_PACKAGES))
+#: Their loggers, set to errors only; the libraries that configure their own logger read the variables.
+_QUIET_LOGGERS = ("sentence_transformers", "accelerate", "pyserini", "torch")
+_QUIET_ENVIRONMENT = {"TRANSFORMERS_VERBOSITY": "error", "DATASETS_VERBOSITY": "error", "HF_HUB_VERBOSITY": "error",
+                      "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+
+
+def _debug() -> bool:
+    return os.environ.get("HARNESS_DEBUG", "").strip() not in ("", "0")
+
+
+def _third_party(module: object) -> bool:
+    return isinstance(module, str) and _QUIET_MODULE.match(module) is not None
+
+
+def _issuer(frame) -> str | None:
+    """The module of the code that called ``warnings.warn``, from ``frame`` outwards (not the one
+    the warning is attributed to: a library's ``stacklevel`` points at its caller, which may be
+    the harness)."""
+    while frame is not None and frame.f_globals.get("__name__") in ("warnings", "_py_warnings"):
+        frame = frame.f_back
+    return frame.f_globals.get("__name__") if frame is not None else None
+
+
+@contextlib.contextmanager
+def quiet_third_party() -> Iterator[None]:
+    """Hide third-party warnings and logs below errors (see the module notes) while the block
+    runs; the filters, loggers and environment are restored after it. No-op under ``HARNESS_DEBUG=1``."""
+    if _debug():
+        yield
+        return
+    with warnings.catch_warnings(), contextlib.ExitStack() as restore:
+        warnings.filterwarnings("ignore", module=_QUIET_MODULE.pattern)
+        # torch's C++ warnings, raised in the frame of whoever called the operation
+        warnings.filterwarnings("ignore", message=r"(?s).*\(Triggered internally at ")
+        shown = warnings.showwarning
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            if not _third_party(_issuer(sys._getframe(1))):
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = showwarning
+        for key, value in _QUIET_ENVIRONMENT.items():
+            if key not in os.environ:
+                os.environ[key] = value
+                restore.callback(os.environ.pop, key, None)
+        for name in _QUIET_LOGGERS:
+            logger = logging.getLogger(name)
+            restore.callback(logger.setLevel, logger.level)
+            logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
+        if "transformers" in sys.modules:  # imported already: its logger was configured before
+            with contextlib.suppress(Exception):
+                from transformers.utils import logging as hf_logging
+
+                restore.callback(hf_logging.set_verbosity, hf_logging.get_verbosity())
+                hf_logging.set_verbosity_error()
+        from harness.util.progress import quiet_third_party_progress, stderr_is_tty
+
+        if not stderr_is_tty():  # no bars from Hugging Face's libraries in a log
+            quiet_third_party_progress()
+        yield
 
 
 def build_cli() -> click.Group:
@@ -79,11 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     bug) with 1 and "internal error" (``HARNESS_DEBUG=1`` shows the traceback instead).
     """
     try:
-        cli = build_cli()
-        args = sys.argv[1:] if argv is None else list(argv)
-        # click's own main() would print a blank line on Ctrl-C and turn EOFError into an abort
-        with cli.make_context("harness", args) as ctx:
-            returned = cli.invoke(ctx)
+        with quiet_third_party():
+            cli = build_cli()
+            args = sys.argv[1:] if argv is None else list(argv)
+            # click's own main() would print a blank line on Ctrl-C and turn EOFError into an abort
+            with cli.make_context("harness", args) as ctx:
+                returned = cli.invoke(ctx)
     except HarnessError as exc:
         click.echo(f"harness: error: {_one_line(exc)}", err=True)
         return exc.exit_code
@@ -115,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("harness: error: an input is nested too deeply to read", err=True)
         return 2
     except Exception as exc:
-        if os.environ.get("HARNESS_DEBUG", "").strip() not in ("", "0"):
+        if _debug():
             raise
         click.echo(
             f"harness: internal error: {type(exc).__name__}: {_one_line(exc)} (HARNESS_DEBUG=1 shows the traceback)",
