@@ -77,10 +77,10 @@ def parse_options(values: tuple[str, ...] | list[str], flag: str = "--option") -
 
 
 def _switch_progress(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    if value:
-        from harness.util.progress import set_progress
+    # every command sets it, so one in-process command's --no-progress does not carry to the next
+    from harness.util.progress import set_progress
 
-        set_progress(False)
+    set_progress(not value)
     return value
 
 
