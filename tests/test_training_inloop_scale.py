@@ -393,13 +393,13 @@ def test_a_frozen_passage_side_keeps_its_index(tmp_path):
 
 
 def test_a_resumed_run_searches_its_checkpoints_index_and_re_embeds_when_it_is_gone(tmp_path, monkeypatch):
-    """The trainer's checkpoint path (fit.save_in_loop / restore_in_loop): a checkpoint naming an
+    """The trainer's checkpoint path (resume.save_in_loop / restore_in_loop): a checkpoint naming an
     index resumes on it, also after a later re-embedding replaced it (the newest checkpoint's index
     is kept until a newer checkpoint names another, then deleted); one naming an index that is gone
     is not restored, so the run embeds the corpus anew."""
     from types import SimpleNamespace
 
-    from harness_builtins.training.fit import restore_in_loop, save_in_loop
+    from harness_builtins.training.resume import restore_in_loop, save_in_loop
     from test_training_inloop import make_index
 
     root = tmp_path / "dense"

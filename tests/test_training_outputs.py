@@ -98,7 +98,7 @@ def test_resume_refuses_other_settings_and_keeps_the_whole_runs_mean_loss(tiny, 
 
 
 def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():
-    from harness_builtins.training.fit import LOSS_SUM_FILE, mean_loss
+    from harness_builtins.training.resume import LOSS_SUM_FILE, mean_loss
 
     import tempfile
 

@@ -214,7 +214,7 @@ def test_several_gpus_without_torchrun_are_refused(monkeypatch):
 
 @pytest.mark.parametrize("layout", [["optimizer.pt"], ["optimizer.bin"], ["optimizer_0/__0_0.distcp"], ["optimizer_0_rank0.bin"]])
 def test_a_checkpoint_is_complete_with_the_optimizer_ddp_or_fsdp_writes(tmp_path, layout):
-    from harness_builtins.training.fit import last_complete_checkpoint
+    from harness_builtins.training.resume import last_complete_checkpoint
 
     checkpoint = tmp_path / "checkpoint-4"
     checkpoint.mkdir()
@@ -227,7 +227,7 @@ def test_a_checkpoint_is_complete_with_the_optimizer_ddp_or_fsdp_writes(tmp_path
 
 def test_resume_without_a_complete_checkpoint_is_an_error_not_a_restart(tmp_path):
     from harness.errors import HarnessError
-    from harness_builtins.training.fit import resume_checkpoint
+    from harness_builtins.training.resume import resume_checkpoint
 
     assert resume_checkpoint(tmp_path / "none") is None  # nothing written yet: start
     (tmp_path / "checkpoint-2").mkdir()
