@@ -89,7 +89,7 @@ def train(model: Path, data: Path, output: Path, *extra: str) -> int:
 def bert_run(tiny, data, tmp_path_factory) -> Path:
     """A dpr run from the plain BERT (CLS pooling), passages in DPR's format: exports."""
     out = tmp_path_factory.mktemp("runs") / "bert"
-    assert train(tiny, data, out, "--format", "dpr") == 0
+    assert train(tiny, data, out, "--format", "dpr", "--keep-checkpoints") == 0
     return out
 
 

@@ -1,6 +1,7 @@
-"""What ``harness train`` may write into and resume from: outputs that hold someone's other files,
-sit under a file or are being written by another training are refused with one line; ``--resume``
-refuses other settings; a resumed run's recorded mean loss covers every step."""
+"""What ``harness train`` may write into, keep and resume from: outputs that hold someone's other
+files, sit under a file or are being written by another training are refused with one line;
+``--resume`` refuses other settings; a resumed run's recorded mean loss covers every step; the
+newest two checkpoints are kept while training and none once it has finished."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_a_run_refused_before_writing_leaves_no_folder(tiny, data, tmp_path, cap
 def _interrupted(tiny, data, out):  # noqa: F811
     """A finished 3-step run with a checkpoint at every step, its record and model removed: what a
     run killed after its last checkpoint leaves."""
-    assert train(tiny, data, out, "dpr", "--save-steps", "1") == 0
+    assert train(tiny, data, out, "dpr", "--save-steps", "1", "--save-total-limit", "0", "--keep-checkpoints") == 0
     record = json.loads((out / "harness_training.json").read_text())
     (out / "harness_training.json").unlink()
     shutil.rmtree(out / "model")
@@ -87,7 +88,7 @@ def test_resume_refuses_other_settings_and_keeps_the_whole_runs_mean_loss(tiny, 
     assert line.startswith(f"harness: error: --resume of {out} with other settings than it started with "
                            "(learning_rate: 2e-05 -> 3e-05; seed: 42 -> 7)"), line
     # how it runs may change: logging, saving, progress
-    assert train(tiny, data, out, "dpr", "--save-steps", "2", "--logging-steps", "2", "--resume") == 0
+    assert train(tiny, data, out, "dpr", "--save-steps", "2", "--logging-steps", "2", "--resume", "--keep-checkpoints") == 0
     after = json.loads((out / "harness_training.json").read_text())
     assert after["steps"] == before["steps"] == 3
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
@@ -95,6 +96,47 @@ def test_resume_refuses_other_settings_and_keeps_the_whole_runs_mean_loss(tiny, 
     # over 0 steps
     assert after["train_loss"] == pytest.approx(before["train_loss"], rel=1e-6)
     assert after["train_loss_steps"] == 3
+
+
+def test_only_the_checkpoints_a_resume_needs_are_kept(tiny, data, tmp_path, capsys):  # noqa: F811
+    """While training the newest two (the one before the newest, should the newest be damaged);
+    once the model and record are written none (a finished run resumes nothing), said on one
+    line; --keep-checkpoints keeps them, --save-total-limit 0 keeps every one."""
+    kept = tmp_path / "kept"
+    assert train(tiny, data, kept, "dpr", "--save-steps", "1", "--keep-checkpoints") == 0
+    assert sorted(p.name for p in (kept / "checkpoints").iterdir()) == ["checkpoint-2", "checkpoint-3"]
+    capsys.readouterr()
+    done = tmp_path / "done"
+    assert train(tiny, data, done, "dpr", "--save-steps", "1") == 0
+    assert not (done / "checkpoints").exists()
+    assert sorted(p.name for p in done.iterdir()) == ["harness_run.json", "harness_training.json", "model", "train_log.jsonl"]
+    notes = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
+    assert len(notes) == 1 and notes[0].startswith("training finished: removed 2 checkpoints (") and \
+        notes[0].endswith(f"MB) from {done / 'checkpoints'} (--keep-checkpoints keeps them)"), notes
+    # the finished model is what every reader opens: it loads without its checkpoints
+    from harness.results.checkpoint import Checkpoint
+
+    assert Checkpoint.read(done).record["steps"] == 3
+
+
+def test_removing_a_finished_stages_checkpoints_leaves_other_files(tmp_path):
+    from harness_builtins.training.resume import remove_checkpoints
+
+    checkpoints = tmp_path / "checkpoints"
+    for name in ("checkpoint-1", "checkpoint-20"):
+        (checkpoints / name / "sub").mkdir(parents=True)
+        (checkpoints / name / "sub" / "w.bin").write_bytes(b"x" * 10)
+        (checkpoints / name / "optimizer.pt").write_bytes(b"y" * 5)
+    (checkpoints / "runs" / "Nov25").mkdir(parents=True)  # the trainer's TensorBoard logs
+    (checkpoints / "runs" / "Nov25" / "events").write_bytes(b"z")
+    assert remove_checkpoints(checkpoints) == (2, 30)
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["runs"]
+    (checkpoints / "runs" / "Nov25" / "events").unlink()
+    (checkpoints / "runs" / "Nov25").rmdir()
+    (checkpoints / "runs").rmdir()
+    (checkpoints / "checkpoint-3").mkdir()
+    assert remove_checkpoints(checkpoints) == (1, 0) and not checkpoints.exists()
+    assert remove_checkpoints(checkpoints) == (0, 0)
 
 
 def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():

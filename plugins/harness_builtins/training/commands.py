@@ -58,6 +58,8 @@ def _is_number(text: str) -> bool:
 @click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a plain transformers model (default cls, as DPR). A sentence-transformers model (minilm) pools by its own Pooling module; a --pooling that differs is refused.")
 @click.option("--mixture", type=click.Choice(["proportional", "round_robin"]), default=None, help="How several --data files are mixed (default proportional).")
 @click.option("--save-steps", type=int, default=None, help="Checkpoint every N steps (default 500).")
+@click.option("--save-total-limit", type=int, default=None, help="Checkpoints kept while training: the newest N (default 2, the newest and one before it should it be damaged; 0 keeps all).")
+@click.option("--keep-checkpoints", is_flag=True, default=None, help="Keep OUTPUT/checkpoints/ once training has finished (by default its checkpoints are deleted when OUTPUT/model and the record are written: a finished run has nothing to resume).")
 @click.option("--logging-steps", type=int, default=None, help="Log every N steps (default 10).")
 @click.option("--gradient-accumulation", type=int, default=None, help="Steps accumulated per update (default 1).")
 @click.option("--question-marker", default=None, help="Text put before every question (e.g. '[Q] '), as the variant's marker token.")

@@ -82,6 +82,12 @@ class TrainSettings:
     pooling: str | None = None
     mixture: str = "proportional"
     save_steps: int = 500
+    #: Checkpoints kept while training: the newest N (the trainer deletes older ones as it saves;
+    #: 2 leaves the one before the newest for a resume should the newest be damaged); 0 keeps all.
+    save_total_limit: int = 2
+    #: Keep ``OUTPUT/checkpoints/checkpoint-*`` once the stage has finished (by default they are
+    #: deleted when ``OUTPUT/model`` and the record are written: a finished stage resumes nothing).
+    keep_checkpoints: bool = False
     logging_steps: int = 10
     gradient_accumulation: int = 1
     #: Questions per optimizer step over all processes and accumulated steps; when set, the batch
@@ -164,7 +170,7 @@ def _declare() -> dict[str, Any]:
     return {
         "learning_rate": positive(), "epochs": positive(), "batch_size": positive_int(16),
         "max_question_length": positive_int(64), "max_passage_length": positive_int(256),
-        "save_steps": positive_int(500), "logging_steps": positive_int(10), "gradient_accumulation": positive_int(1),
+        "save_steps": positive_int(500), "save_total_limit": non_negative_int(2), "logging_steps": positive_int(10), "gradient_accumulation": positive_int(1),
         "warmup_ratio": probability(0.0), "weight_decay": number(0.0, min=0, max=10),
         "warmup_steps": non_negative_int(None, nullable=True), "index_shard_size": positive_int(100_000),
         "global_batch_size": positive_int(None, nullable=True), "distributed_timeout": positive_int(3 * 3600),

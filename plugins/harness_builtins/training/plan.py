@@ -132,7 +132,8 @@ def check_recipe(settings: TrainSettings) -> None:
 #: A stage's settings, written to its output when it starts (what ``--resume`` must match).
 RUN_FILE = "harness_run.json"
 #: Settings a resumed run may change: how it runs, not what it trains.
-RESUMABLE = frozenset({"resume", "progress", "distributed_timeout", "logging_steps", "save_steps", "output"})
+RESUMABLE = frozenset({"resume", "progress", "distributed_timeout", "logging_steps", "save_steps", "save_total_limit",
+                       "keep_checkpoints", "output"})
 #: Names that make a folder a harness training's own (older runs wrote no ``RUN_FILE``).
 _OURS = (RUN_FILE, RECORD_FILE, CHECKPOINTS_DIR, LOG_FILE, LABELS_DIR.split("/")[0], PRETRAIN_DIR.split("/")[0])
 

@@ -7,7 +7,8 @@
 - :func:`last_complete_checkpoint` finds the checkpoint ``--resume`` continues from: DDP's files
   (``optimizer.pt``) or FSDP's (``optimizer.bin``, ``optimizer_0/``, ``optimizer_0_rank*.bin``),
   and :func:`checkpoint_damage` refuses one that cannot be loaded;
-- :func:`truncate_log` cuts ``train_log.jsonl`` back to the checkpoint's step.
+- :func:`truncate_log` cuts ``train_log.jsonl`` back to the checkpoint's step;
+- :func:`remove_checkpoints` deletes a finished stage's checkpoints (nothing is left to resume).
 """
 
 from __future__ import annotations
@@ -228,3 +229,22 @@ def truncate_log(log_path: Path, step: int) -> None:
         except ValueError:
             break  # a line cut short by the kill, and anything after it
     write_text_atomic(log_path, "".join(k + "\n" for k in kept))
+
+
+def remove_checkpoints(checkpoints: Path) -> tuple[int, int]:
+    """Delete every ``checkpoint-N`` folder in ``checkpoints`` (a finished stage's: its model and
+    record are written, and a finished stage is never resumed), and the folder itself when nothing
+    else is in it (the trainer's TensorBoard logs, ``runs/``, stay). Returns the folders and bytes
+    removed."""
+    import shutil
+
+    removed = size = 0
+    for path in sorted(checkpoints.glob("checkpoint-*")) if checkpoints.is_dir() else []:
+        if not path.is_dir() or path.is_symlink():
+            continue
+        size += sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+        shutil.rmtree(path)
+        removed += 1
+    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
+        checkpoints.rmdir()
+    return removed, size

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness import __version__, registry
 from harness.errors import HarnessError
-from harness.results.checkpoint import LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
+from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
 from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
@@ -140,6 +140,20 @@ def run_stage(stage: Stage) -> None:
         "seconds": round(time.monotonic() - started, 3),
         "versions": versions(),
     })
+    if not settings.keep_checkpoints:
+        _remove_checkpoints(output)
+
+
+def _remove_checkpoints(output: Path) -> None:
+    """A finished stage's checkpoints deleted once its model and record are written, said on one line."""
+    from harness.util.progress import note
+
+    from harness_builtins.training.resume import remove_checkpoints
+
+    removed, size = remove_checkpoints(output / CHECKPOINTS_DIR)
+    if removed:
+        note(f"training finished: removed {removed} checkpoint{'s' if removed != 1 else ''} ({size / 1e6:,.0f} MB) "
+             f"from {output / CHECKPOINTS_DIR} (--keep-checkpoints keeps them)")
 
 
 def _common(settings: TrainSettings, variant, records: list[dict[str, Any]], model) -> dict[str, Any]:
