@@ -41,6 +41,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.analysis.published",
     "harness.data.training",
     "harness.util.models",
+    "harness.util.resources",
     "harness.matching",
     "harness.scoring",
     "harness.scoring.matching",

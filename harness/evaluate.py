@@ -28,11 +28,13 @@ from typing import Any
 
 from harness import registry
 from harness.util.cache import cache_dir as default_cache_dir
-from harness.util.environment import machine, versions
+from harness.util.environment import accelerators, machine, versions
+from harness.util.resources import PeakMemory
 from harness.errors import HarnessError, warn
 from harness.scoring.matching import MATCHER_VERSION
 from harness.scoring.metrics import DEFAULT_METRIC
 from harness.util.progress import progress
+from harness.results.cost import cost_record
 from harness.results.schema import SCHEMA
 from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
 from harness.scoring.ties import describe_ties
@@ -233,6 +235,7 @@ def run_evaluation(
     With ``rerank`` (a re-ranker's name), the first stage's top ``rerank_depth`` hits (default:
     the re-ranker's own depth) are re-ranked by it, loaded with ``rerank_options``."""
     timer = Timer()
+    memory = PeakMemory().start()
     found = registry.resolve("retrievers", retriever, options)
     if rerank is None and (rerank_options or rerank_depth is not None):
         raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")
@@ -263,6 +266,7 @@ def run_evaluation(
         context=make_context(loaded_suite, cache_dir=cache_dir, threads=threads, show_progress=show_progress),
         timer=timer,
         reranker=second,
+        memory=memory,
     )
 
 
@@ -320,12 +324,17 @@ def evaluate_retriever(
     extra: Mapping[str, Any] | None = None,
     timer: Timer | None = None,
     reranker: Second | None = None,
+    memory: PeakMemory | None = None,
 ) -> Evaluation:
     """Index ``suite``'s corpus with a loaded retriever, search every question for ``max(k)``
     hits, score them by DPR's protocol and build the result document (recorded under ``name``
     and ``plugin``; ``extra`` adds top-level fields). With ``reranker`` the first stage retrieves
-    at least ``reranker.depth`` hits and its top ``reranker.depth`` are re-ranked before scoring."""
+    at least ``reranker.depth`` hits and its top ``reranker.depth`` are re-ranked before scoring;
+    the result then keeps the first stage's first-hit ranks (``first_stage_ranks``: what the
+    re-ranker could have reached). ``memory`` is the span measuring the run's peak memory, started
+    by the caller before loading (default: from here)."""
     timer = timer or Timer()
+    memory = memory or PeakMemory().start()
     check_metrics(metrics)
     ks = parse_k(k if k is not None else suite.default_k)
     depth = max(ks) if reranker is None else max(max(ks), reranker.depth)
@@ -337,10 +346,13 @@ def evaluate_retriever(
         rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus,
                             parts=[part_of[q.id] for q in suite.questions])
     reranked = None
+    first_stage = None
     if reranker is not None:
         from harness.scoring.rerank import most_reranked, rerank_rankings
 
         reranked = most_reranked(rankings, reranker.depth)
+        with timer.stage("score"):
+            first_stage = score_suite(suite, rankings, retriever_name=name)
         with timer.stage("rerank"):
             rankings = rerank_rankings(
                 reranker.reranker,
@@ -358,6 +370,7 @@ def evaluate_retriever(
     if (line := describe_ties(ties, len(suite.questions))) is not None:
         warn(f"{name} on {suite.name}: {line}")
     computed = compute_record(retriever, reranker.reranker if reranker is not None else None)
+    cost = cost_record(computed, timer.seconds, len(suite.questions), memory.stop(), accelerators())
     result = build_result(
         suite,
         retriever={"name": name, "plugin": plugin, "parameters": dict(retriever.parameters())},
@@ -366,7 +379,8 @@ def evaluate_retriever(
         depth=depth,
         metrics=metrics,
         timings=timer.seconds,
-        extra={"compute": computed, "ties": ties, **(dict(extra) if extra else {})},
+        extra={"compute": computed, "cost": cost, "ties": ties,
+               **({"first_stage_ranks": first_stage} if first_stage is not None else {}), **(dict(extra) if extra else {})},
         reranker=reranker.record(reranked) if reranker is not None else None,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)

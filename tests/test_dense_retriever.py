@@ -137,10 +137,15 @@ def test_results_record_how_the_dense_run_computed(tiny_models, tmp_path, monkey
     result = evaluate_retriever(retriever, tiny_suite(), name="dpr-nq", plugin="dense", k=[1, 5],
                                 context=context(tmp_path)).result
     validate(result, source="r.json")
-    assert result["compute"] == {"world_size": 1, "retriever": {
+    facts = dict(result["compute"]["retriever"])
+    seconds, rate = facts.pop("encode_seconds"), facts.pop("encode_passages_per_s")
+    assert rate == pytest.approx(7 / seconds, rel=1e-2)  # the 7 passages this run encoded
+    assert result["compute"]["world_size"] == 1 and facts == {
         "encode_device": "cpu", "encode_precision": "fp32", "search_device": "cpu", "search_devices": 1,
         "search_precision": "fp32", "embedding_bytes": 7 * retriever.dense_index.dim * 4,
-        "embedding_dtype": "float32", "decided_by_rounding": 0}}
+        "embedding_dtype": "float32", "decided_by_rounding": 0, "index_bytes": 7 * retriever.dense_index.dim * 4,
+        "encode_passages": 7}
+    assert result["cost"]["embedding_bytes"] == result["cost"]["index_bytes"] == 7 * retriever.dense_index.dim * 4
     assert result["machine"]["accelerators"] == []
     # the GPU flat index on two (CPU-simulated) devices says so, with its bytes
     monkeypatch.setattr(gpu_flat, "cuda_devices", lambda: ["cpu", "cpu"])

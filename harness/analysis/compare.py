@@ -146,6 +146,7 @@ class Comparison:
                         str(k): {p: est(e) for p, e in parts.items()} for k, parts in self.accuracy_by_part[s.label].items()
                     },
                     f"mrr@{self.mrr_k}": est(self.mrr[s.label]),
+                    "cost": s.result.data.get("cost"),
                 }
                 for s in self.systems
             ],

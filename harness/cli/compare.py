@@ -44,12 +44,19 @@ def compare_command(results, suite, results_dir, baseline, k_values, mrr_k, seed
         from harness.analysis.seen import format_seen, seen_unseen
 
         seen = seen_unseen(systems, list(seen_from), ks=comparison.ks)
+    from harness.analysis.ceiling import ceiling_of, format_ceiling
+
+    ceilings = [c for c in (ceiling_of(s.result, comparison.ks, s.label) for s in systems) if c is not None]
     if as_json:
         data = comparison.to_json()
         if seen is not None:
             data["seen_unseen"] = seen.to_json()
+        if ceilings:
+            data["rerank_ceiling"] = [c.to_json() for c in ceilings]
         click.echo(json.dumps(data, indent=1))
         return
     click.echo(format_comparison(comparison, by_part=by_part), nl=False)
+    if ceilings:
+        click.echo("\n" + format_ceiling(ceilings), nl=False)
     if seen is not None:
         click.echo("\n" + format_seen(seen), nl=False)

@@ -21,6 +21,8 @@ Schema ``harness-result/1`` (every key is required unless marked optional)::
       "machine": {...}
       "compute": {"world_size", "retriever": {...}, "reranker": {...}}   # optional: how it ran
       "ties": {"tied": {k: n}, "decided": {k: n}}         # optional: ties at the cutoffs
+      "cost": {"device_kind", "device_count", "gpu_hours", ...}  # optional: what it cost
+      "first_stage_ranks": {part: {question_id: rank or null}}  # optional, re-ranked: before it
     }
 
 ``ties`` (:mod:`harness.scoring.ties`) counts, at each k, the questions whose final ranking has
@@ -37,7 +39,12 @@ question had ``reranker.depth``, ``reranker.reranked`` is the most any question 
 (``min(depth, hits)``, the largest over the questions), and labels show it. The configuration, and so
 the leaderboard row and the file name, covers both stages (``reranked`` aside: it is what the
 configuration did, not part of it); results without ``reranker`` keep the keys and file names they
-always had.
+always had. A re-ranked result keeps its first stage's first-hit ranks (``first_stage_ranks``, same
+questions): the re-ranker's ceiling is the share of questions whose first stage had an answer in
+its top ``reranker.depth`` (:mod:`harness.analysis.ceiling`).
+
+``cost`` (:mod:`harness.results.cost`) is what the run cost: devices, GPU-hours, peak host and GPU
+memory, index and embedding bytes, passages encoded and questions searched per second.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from typing import Any
 
 from harness.util.atomic import write_text_atomic
 from harness.api import MATCH_MODES, MAX_K
+from harness.results.cost import check_cost
 from harness.util import jsonio
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.ranks import macro_average, top_k_accuracy
@@ -321,6 +329,21 @@ def validate(data: Any, *, source: object) -> None:
             ok = rank is None or (_is_int(rank) and 0 <= rank < depth)
             need(ok, f"'first_hit_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
         need(len(by_question) == count, f"'first_hit_ranks.{part}' has {len(by_question)} questions, 'suite.parts' says {count}")
+    if "first_stage_ranks" in data:
+        first = data["first_stage_ranks"]
+        need("reranker" in data, "'first_stage_ranks' is only for a re-ranked result (one with 'reranker')")
+        need(isinstance(first, dict) and list(first) == part_names,
+             "'first_stage_ranks' must have exactly the parts of 'suite.parts', in order")
+        for part in part_names:
+            by_question = first[part]
+            need(isinstance(by_question, dict) and list(by_question) == list(ranks[part]),
+                 f"'first_stage_ranks.{part}' must have the questions of 'first_hit_ranks.{part}', in order")
+            for qid, rank in by_question.items():
+                need(rank is None or (_is_int(rank) and 0 <= rank < depth),
+                     f"'first_stage_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
+    if "cost" in data:
+        problem = check_cost(data["cost"])
+        need(problem is None, problem or "")
     keys = [str(k) for k in ks]
     for metric, values in data["metrics"].items():
         where = f"'metrics.{metric}'"

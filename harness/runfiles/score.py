@@ -15,7 +15,10 @@ from typing import Any
 from harness import registry
 from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
-from harness.evaluate import build_result, check_metrics, make_context, normalize_question, parse_k
+from harness.evaluate import build_result, check_metrics, compute_record, make_context, normalize_question, parse_k
+from harness.results.cost import cost_record
+from harness.util.environment import accelerators
+from harness.util.resources import PeakMemory
 from harness.scoring.rerank import most_reranked, reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
@@ -93,6 +96,7 @@ def score_file(
         found = registry.resolve("rerankers", rerank, rerank_options)  # names and options before any work
         rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found.spec))
     timings: dict[str, float] = {}
+    memory = PeakMemory().start()
     start = time.perf_counter()
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
@@ -104,7 +108,7 @@ def score_file(
     keep = None
     if streamed and rerank is not None:
         keep = max(rerank_depth, *parse_k(k if k is not None else loaded.default_k))
-    reranker = None
+    reranker = reranker_object = first_stage = None
     if split is not None:
         run, sha256, depth = split.run, split.sha256, split.depth
         with warnings.catch_warnings(record=True) as caught:
@@ -125,6 +129,8 @@ def score_file(
                     found = registry.load("rerankers", rerank, rerank_options)
                     context = make_context(loaded, cache_dir=cache_dir, show_progress=show_progress)
                     reranked = most_reranked(run.rankings.values(), rerank_depth)
+                    first_stage = score_run(loaded, run)
+                    reranker_object = found.value
                     run = rerank_run(run, loaded, found.value, rerank_depth, context, name=rerank)
                     reranker = reranker_record(rerank, found.plugin, found.value.parameters(), rerank_depth, reranked)
                     timings["rerank"] = round(time.perf_counter() - start, 4)
@@ -145,6 +151,11 @@ def score_file(
     if not kept:
         raise HarnessError(f"{run_file}: the run is shallower ({depth}) than every cutoff asked for ({', '.join(map(str, ks))})")
     stem = run_file.name.split(".")[0] or "run"
+    computed = compute_record(None, reranker_object)
+    extra: dict[str, Any] = {"compute": computed,
+                             "cost": cost_record(computed, timings, len(loaded.questions), memory.stop(), accelerators())}
+    if first_stage is not None:
+        extra["first_stage_ranks"] = {part: dict(by_q) for part, by_q in first_stage.items()}
     return build_result(
         loaded,
         retriever={
@@ -158,6 +169,7 @@ def score_file(
         metrics=metrics,
         timings=timings,
         reranker=reranker,
+        extra=extra,
     )
 
 

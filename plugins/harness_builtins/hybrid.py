@@ -223,6 +223,18 @@ def _load_all(owner: str, names: Sequence[str]) -> list[Component]:
 # --------------------------------------------------------------------------- retrievers
 
 
+def components_compute(components: Sequence[Component]) -> dict[str, Any]:
+    """A fusion's ``compute`` block: ``components``, each component's name and what its
+    retriever reports of itself (:class:`harness.api.ReportsCompute`; nothing for one that does
+    not); the harness sums their bytes into the result's ``cost``."""
+    out = []
+    for component in components:
+        report = getattr(component.retriever, "compute", None)
+        facts = dict(report()) if callable(report) else {}
+        out.append({"name": component.name, **facts})
+    return {"components": out}
+
+
 class HybridRetriever:
     """``dense + alpha * sparse`` over the union of each side's top ``depth`` (see the module doc)."""
 
@@ -247,6 +259,10 @@ class HybridRetriever:
             "sparse": self.sparse.record(),
             "dense": self.dense.record(),
         }
+
+    def compute(self) -> dict[str, Any]:
+        """Each side's own ``compute`` facts (:func:`components_compute`)."""
+        return components_compute([self.sparse, self.dense])
 
     def index(self, corpus: Corpus, context: RunContext) -> None:
         self._resolve_alpha(context)
@@ -276,6 +292,10 @@ class RRFRetriever:
             "depth": self.depth,
             "components": [c.record() for c in self.components],
         }
+
+    def compute(self) -> dict[str, Any]:
+        """Each component's own ``compute`` facts (:func:`components_compute`)."""
+        return components_compute(self.components)
 
     def index(self, corpus: Corpus, context: RunContext) -> None:
         for component in self.components:

@@ -37,6 +37,16 @@ class BM25Retriever:
     def parameters(self) -> dict:
         return {"k1": self.k1, "b": self.b, "contents": "title\\ntext", "analyzer": ANALYZER}
 
+    def compute(self) -> dict:
+        """How the run computed (the result's ``compute`` block): Lucene searches on the CPU, and
+        its index folder's bytes."""
+        from harness.util.resources import directory_bytes
+
+        record: dict = {"search_device": "cpu"}
+        if self._index_dir is not None:
+            record["index_bytes"] = directory_bytes(self._index_dir)
+        return record
+
     def index_key(self, corpus: Corpus) -> str:
         """Digest of everything the index depends on: corpus, document format, Anserini version."""
         blob = json.dumps(

@@ -128,6 +128,10 @@ class EmbeddingCache:
         rows = sum(len(s) for s in self.shards)
         if rows != self.count or any(len(a) != len(b) for a, b in zip(self.shards, self.ids)):
             raise HarnessError(f"{path}: embedding shards hold {rows} rows, meta.json says {self.count}; delete it")
+        #: Passages this process encoded to complete the cache, and the seconds it took (0 and 0.0
+        #: when it was complete already: :func:`embed_corpus` sets them).
+        self.encoded: int = 0
+        self.encode_seconds: float = 0.0
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> EmbeddingCache:
@@ -206,11 +210,15 @@ def embed_corpus(
         _write_json_atomic(path / META_FILE, meta)
     _remove_stale_temporaries(path)
     todo = resume_shards(path, meta)
+    started = time.perf_counter()
     _build_shards(encoder, corpus, path, meta, todo=todo, chunk_size=chunk_size, progress=progress, on_shard=on_shard)
+    seconds = time.perf_counter() - started
     meta["complete"] = True
     meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     _write_json_atomic(path / META_FILE, meta)
-    return EmbeddingCache(path, meta)
+    cache = EmbeddingCache(path, meta)
+    cache.encoded, cache.encode_seconds = sum(shard_rows(meta, shard) for shard in todo), seconds
+    return cache
 
 
 def shard_rows(meta: dict[str, Any], shard: int) -> int:

@@ -209,6 +209,20 @@ class DenseIndex:
     def dim(self) -> int:
         return self.cache.dim
 
+    def index_bytes(self) -> int:
+        """The bytes of the search structure itself: a GPU index's own (``compute``), a faiss
+        index's codes (``ntotal x code_size``; HNSW's graph and IVF's lists are counted by its
+        saved file's size), and 0 for a search over the memory-mapped cache in place."""
+        if "index_bytes" in self.compute:
+            return int(self.compute["index_bytes"])
+        if isinstance(self.index, MappedFlatIP):
+            return 0
+        if self.config.kind != "flat":
+            saved = self.cache.path / f"index-{self.config.kind}-{self.config.build_key()}.faiss"
+            if saved.is_file():
+                return saved.stat().st_size
+        return int(self.index.ntotal) * int(getattr(self.index, "code_size", 4 * self.index.d))
+
     def __len__(self) -> int:
         return int(self.index.ntotal)
 

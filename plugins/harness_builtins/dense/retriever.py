@@ -92,6 +92,12 @@ class DenseRetriever:
             record.update(self.dense_index.compute)
             record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))
             record["embedding_dtype"] = str(self.dense_index.cache.meta.get("dtype"))
+            record.setdefault("index_bytes", self.dense_index.index_bytes())
+            cache = self.dense_index.cache
+            record["encode_passages"] = int(cache.encoded)  # 0: the cache was complete already
+            if cache.encoded and cache.encode_seconds > 0:
+                record["encode_seconds"] = round(cache.encode_seconds, 3)
+                record["encode_passages_per_s"] = round(cache.encoded / cache.encode_seconds, 3)
             record["decided_by_rounding"] = self.decided_by_rounding
         training = getattr(self.encoder, "training_compute", None)
         if callable(training) and training() is not None:
