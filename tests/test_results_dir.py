@@ -9,6 +9,8 @@ whatever ``$HARNESS_RESULTS_DIR`` says. (The autouse fixture in conftest.py unse
 
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 
@@ -156,7 +158,7 @@ def test_help_names_the_defaults(capsys):
         assert "default: $HARNESS_RESULTS_DIR, else results/ in the current directory" in flat, command
 
 
-def test_ci_checks_the_readme_command_against_the_committed_results():
+def test_ci_checks_the_readme_command_against_the_committed_results(tmp_path):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert "harness run --retriever bm25 --suite demo\n" in readme
@@ -167,5 +169,23 @@ def test_ci_checks_the_readme_command_against_the_committed_results():
     assert commands.index("harness run --retriever bm25 --suite demo --no-progress") < commands.index(
         "harness leaderboard --check"
     )
-    assert 'cp "${fresh[0]}" leaderboard/results/' in ci
+    # the fresh run is held against the committed file question by question: what it cost and when
+    # it ran may differ, a rank may not
+    import subprocess
+    import sys
+
+    check = ci.split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    committed = next((REPO / "leaderboard" / "results").glob("demo--bm25--*.json"))
+    data = json.loads(committed.read_text(encoding="utf-8"))
+    fresh = tmp_path / committed.name
+    fresh.write_text(json.dumps({**data, "created": "2030-01-01T00:00:00Z", "cost": {"seconds": 1}, "timings": {}}))
+    done = subprocess.run([sys.executable, "-c", check, str(fresh), str(committed)], capture_output=True, text=True)
+    assert done.returncode == 0 and "reproduces" in done.stdout, done.stderr
+    part = next(iter(data["first_hit_ranks"]))
+    question = next(iter(data["first_hit_ranks"][part]))
+    moved = json.loads(json.dumps(data))
+    moved["first_hit_ranks"][part][question] = 99 if data["first_hit_ranks"][part][question] != 99 else 98
+    fresh.write_text(json.dumps(moved))
+    done = subprocess.run([sys.executable, "-c", check, str(fresh), str(committed)], capture_output=True, text=True)
+    assert done.returncode == 1 and "first_hit_ranks differ" in done.stderr
     assert "/results/" in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()

@@ -231,3 +231,13 @@ def test_cells_cannot_break_the_table(tmp_path):
     rows = [line for line in markdown.splitlines() if line.startswith("| evil")]
     assert rows and all(line.count("|") - line.count("\\|") == 8 for line in rows[:1])
     assert "evil \\| 1.00 \\| 2.00" in markdown and "a\\|b c" in markdown
+
+
+def test_a_trained_rows_summary_leaves_out_what_its_label_says():
+    from harness.results.leaderboard import summarize_parameters
+
+    trained = {"variant": "qsft", "model": "model (sha256:33e14fa284cb)", "backend": "sentence-transformers",
+               "training": {"variant": "qsft", "data": ["demo-train (sha256:f4f09667f367)"]}, "index": "flat"}
+    assert summarize_parameters(trained) == "backend=sentence-transformers, index=flat"
+    # not a trained checkpoint: a model and a variant are what tells the rows apart
+    assert summarize_parameters({"variant": "a", "model": "m (sha256:0123)"}) == "variant=a, model=m"

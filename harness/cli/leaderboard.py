@@ -1,4 +1,5 @@
-"""``harness leaderboard``: regenerate (or check) the markdown leaderboard from result files."""
+"""``harness leaderboard``: regenerate (or check) the markdown leaderboard, its plots and the
+HTML board from result files."""
 
 from __future__ import annotations
 
@@ -12,9 +13,25 @@ from harness.util.paths import LEADERBOARD_FILE, LEADERBOARD_RESULTS
 
 #: The leaderboard's plots live in this folder next to the markdown file.
 PLOT_DIR = "plots"
+#: The HTML board (:mod:`harness.results.html`) lives in this folder next to the markdown file.
+HTML_DIR = "html"
 
 #: A link to a result file; its text is the file's name as markdown writes it (escapes included).
 _LINK = re.compile(r"\[((?:\\.|[^\[\]\\\n])+?\.json)\]\(")
+
+
+def _plot_svgs(plots: dict, plot_dir: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each suite's plots as ``(stem, SVG text)``, read from the plot folder (the files the
+    plot check compared, or that were just written)."""
+    svgs: dict[str, list[tuple[str, str]]] = {}
+    for stem, plot in plots.items():
+        path = plot_dir / f"{stem}.svg"
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HarnessError(f"{path}: cannot read the plot: {getattr(exc, 'strerror', None) or exc}") from None
+        svgs.setdefault(plot.suite, []).append((stem, text))
+    return svgs
 
 
 def _rows(markdown: str) -> set[str]:
@@ -25,10 +42,10 @@ def _rows(markdown: str) -> set[str]:
 @click.command("leaderboard")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help=f"Result files to read (default: the committed board's {LEADERBOARD_RESULTS}; $HARNESS_RESULTS_DIR does not change it).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help=f"The markdown file to write (default: {LEADERBOARD_FILE}; required with another results folder).")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 when OUTPUT differs from what the results give.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when OUTPUT, its plots or its HTML board differ from what the results give.")
 @click.option("--force", is_flag=True, help="Write even when rows of the current OUTPUT would disappear.")
 def leaderboard(results_dir: Path | None, output: Path | None, check: bool, force: bool) -> None:
-    """Regenerate the markdown leaderboard from result files.
+    """Regenerate the markdown leaderboard, its plots and the HTML board from result files.
 
     By default it builds (or checks) the project's committed board, leaderboard/README.md, from
     leaderboard/results. Runs do not go there by default (`harness run` and `harness score` write
@@ -37,12 +54,16 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     results elsewhere, pass both options, e.g.
     `harness leaderboard --results-dir results --output results/README.md`.
 
+    The HTML board (sortable, filterable, each row opening into its parts; no network needed to
+    view it) is written into html/ next to OUTPUT; --check compares it too.
+
     The leaderboard never loses rows silently: when results that OUTPUT shows are gone from the
     results folder, nothing is written and the missing ones are named (--force writes anyway).
     """
     from harness import registry
     from harness.analysis.plots import drawn_with, standard_plots, sync_plot_dir
-    from harness.results.leaderboard import newest, render
+    from harness.results.html import INDEX, render_html, sync_html_dir
+    from harness.results.leaderboard import newest, render, sections
     from harness.results.report import one_line
     from harness.results.schema import read_results
     from harness.util.atomic import write_text_atomic
@@ -69,9 +90,12 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     images: dict[str, list[str]] = {}
     for stem, plot in plots.items():
         images.setdefault(plot.suite, []).append(f"{PLOT_DIR}/{stem}.svg")
+    html_dir = output.parent / HTML_DIR
+    published = list(registry.registry("published"))
+    board = sections(results, published)
     markdown = render(
         results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve(),
-        published=list(registry.registry("published")), plots=images,
+        published=published, plots=images, board=board, html=f"{HTML_DIR}/{INDEX}",
     )
     try:
         current = output.read_text(encoding="utf-8")
@@ -89,6 +113,11 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
         if problems:
             click.echo(f"{plot_dir} is out of date: {'; '.join(problems)}: run `harness leaderboard`", err=True)
             raise click.exceptions.Exit(1)
+        pages = render_html(board, output_dir=html_dir.resolve(), plots=_plot_svgs(plots, plot_dir))
+        problems = sync_html_dir(pages, html_dir, check=True)
+        if problems:
+            click.echo(f"{html_dir} is out of date: {'; '.join(problems)}: run `harness leaderboard`", err=True)
+            raise click.exceptions.Exit(1)
         import matplotlib
 
         version = drawn_with(plot_dir)
@@ -96,7 +125,7 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
             f"; plots drawn with matplotlib {version}, here {matplotlib.__version__}: their data and files checked, not a fresh drawing"
             if plots and version != matplotlib.__version__ else ""
         )
-        click.echo(f"{output} is up to date ({len(results)} result files, {len(plots)} plots){note}")
+        click.echo(f"{output} is up to date ({len(results)} result files, {len(plots)} plots, {len(pages)} HTML pages){note}")
         return
     from harness.results.report import markdown_text
 
@@ -111,5 +140,10 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
             f"nothing written (--force writes anyway)"
         )
     sync_plot_dir(plots, plot_dir, check=False)
+    pages = render_html(board, output_dir=html_dir.resolve(), plots=_plot_svgs(plots, plot_dir))
+    sync_html_dir(pages, html_dir, check=False)
     write_text_atomic(output, markdown)
-    click.echo(f"wrote {output} and {len(plots)} plots in {plot_dir} from {len(results)} result files")
+    click.echo(
+        f"wrote {output}, {len(plots)} plots in {plot_dir} and {len(pages)} HTML pages in {html_dir} "
+        f"from {len(results)} result files"
+    )

@@ -1,9 +1,12 @@
-"""Results: the versioned result-file schema, the markdown leaderboard, the terminal table.
+"""Results: the versioned result-file schema, the markdown and HTML leaderboards, the terminal table.
 
 - :mod:`harness.results.schema`       ``harness-result/1``: validation, reading, atomic writing
 - :mod:`harness.results.checkpoint`   ``harness-training/1``: the training checkpoint's record,
   one writer and one reader
-- :mod:`harness.results.leaderboard`  the leaderboard, regenerated from result files
+- :mod:`harness.results.leaderboard`  the leaderboard's sections and its markdown, from result files
+- :mod:`harness.results.html`         the HTML board: an index and one self-contained page per suite
+- :mod:`harness.results.cost`         the ``cost`` block: what a run used
+- :mod:`harness.results.labels`       one label per configuration, everywhere
 - :mod:`harness.results.report`       one result as a terminal table
 
 The schema's functions are re-exported here: ``from harness.results import write_result``.

@@ -17,6 +17,10 @@ form one row: the mean and sample standard deviation over the seeds (a result wi
 ``seed`` parameter is never folded into one). Published numbers of the suite
 (``register_published``) follow as marked rows.
 
+:func:`sections` computes all of this once, as plain records (:class:`Section`, :class:`BoardRow`,
+:class:`BoardCell`, :class:`PublishedEntry`): the markdown (:func:`render`) and the HTML board
+(:mod:`harness.results.html`) are both written from them.
+
 Every text that comes from a result file, a name or a published table (retriever and suite
 names, parameters, part names, titles, notes, citations) is written through
 :func:`~harness.results.report.markdown_text`, and every link through
@@ -29,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -37,9 +42,10 @@ import numpy as np
 from tabulate import tabulate
 
 from harness.analysis import stats
+from harness.analysis.ceiling import Ceiling, ceiling_of
 from harness.api import PublishedTable
 from harness.errors import HarnessError
-from harness.results.labels import describe
+from harness.results.labels import describe, training_record
 from harness.results.report import corpus_size, format_parameters, link_target, markdown_link, markdown_text, one_line
 from harness.results.schema import Result, config_digest
 
@@ -59,7 +65,12 @@ Numbers are top-k retrieval accuracy in percent (DPR protocol: a question counts
 top k passages' text contains an answer); for suites with several parts, the unweighted mean over
 parts. Suites marked SYNTHETIC are generated data: their numbers are not comparable with any
 published benchmark.
+"""
 
+#: The line that links the HTML board (:mod:`harness.results.html`), when there is one.
+_HTML_LINE = "\nAn interactive board (sortable, filterable, per-part drill-down): {link}\n"
+
+_NOTES = """
 In parentheses: the 95% bootstrap confidence interval (questions resampled within each part, 10,000
 resamples, fixed seed). **Bold**: the best configuration at that cutoff and every configuration not
 significantly different from it (exact McNemar test on the per-question hits, Holm-corrected over
@@ -104,12 +115,16 @@ def _short_value(value: Any) -> str:
 def summarize_parameters(parameters: Mapping[str, Any], width: int = SUMMARY_WIDTH) -> str:
     """A short summary for a table cell, made of whole ``key=value`` items: a question and passage
     setting that agree shown once, content digests left out, nested retrievers by name, and
-    ``… +N more`` when the items do not fit in ``width``. The details block and the result file
-    have every parameter in full."""
+    ``… +N more`` when the items do not fit in ``width``. A trained checkpoint's ``variant`` and
+    ``model`` are left out: its label names the variant, training data and digest
+    (:func:`~harness.results.labels.describe`). The details block and the result file have every
+    parameter in full."""
+    trained = isinstance(parameters.get("training"), Mapping)
     items = [
         f"{key}={_short_value(value)}"
         for key, value in _merge_sides(parameters).items()
         if not (isinstance(value, Mapping) and "name" not in value)
+        and not (trained and key in ("variant", "model"))
     ]
     shown: list[str] = []
     used = 0
@@ -339,15 +354,215 @@ def _tied_with_best(rows: list[_Row], ks: Sequence[int]) -> dict[int, set[int]]:
     return tied
 
 
-def _value_cell(row: _Row, k: int, bold: bool) -> str:
-    accuracy = row.accuracy(k)
-    if accuracy is None:
+def _value_cell(cell: BoardCell) -> str:
+    if cell.value is None:
         return "–"
-    if row.seeds > 1:
-        return f"{100 * accuracy[1]:.2f} ± {100 * row.std(k):.2f}"
-    low, high = _interval(row, k)
-    value = f"**{100 * accuracy[1]:.2f}**" if bold else f"{100 * accuracy[1]:.2f}"
-    return f"{value} ({100 * low:.1f}–{100 * high:.1f})"
+    if cell.std is not None:
+        return f"{100 * cell.value:.2f} ± {100 * cell.std:.2f}"
+    value = f"**{100 * cell.value:.2f}**" if cell.tier else f"{100 * cell.value:.2f}"
+    return f"{value} ({100 * cell.low:.1f}–{100 * cell.high:.1f})"
+
+
+@dataclass(frozen=True)
+class BoardCell:
+    """One row's top-k at cutoff ``k``, as fractions from 0 to 1.
+
+    ``value``: the macro average over parts (a row over seeds: the mean over them), None when
+    ``k`` is deeper than a result's retrieval; ``low`` and ``high``: its 95% percentile bootstrap
+    interval (single-result rows, :func:`_interval`); ``std``: the sample standard deviation over
+    seeds (rows over several seeds); ``tier``: the row is the best at ``k`` or not significantly
+    different from it (exact McNemar against the best, Holm over the section, alpha 0.05:
+    :func:`_tied_with_best`); ``parts``: top-k per part (over seeds, the mean)."""
+
+    k: int
+    value: float | None
+    low: float | None
+    high: float | None
+    std: float | None
+    tier: bool
+    parts: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One row of a section: one configuration (over seeds, when its results differ only in them).
+
+    ``label``: :func:`~harness.results.labels.describe` of the configuration; ``variant``: a trained
+    checkpoint's training variant; ``training_data``: its ``training.data`` entries as recorded;
+    ``parameters``: the short summary (:func:`summarize_parameters`), ``all_parameters`` every
+    parameter (the re-ranker's included); ``cells``: one per cutoff of the section, in its order;
+    ``trained_on``: the categories its training data held (``training.seen``); ``cost``: its
+    first result's ``cost`` block (:mod:`harness.results.cost`), None without one; ``ceiling``: for a
+    re-ranked row whose results record ``first_stage_ranks``, its :class:`~harness.analysis.ceiling.Ceiling`
+    (:func:`rerank_ceiling`)."""
+
+    label: str
+    retriever: str
+    reranker: str | None
+    variant: str | None
+    training_data: tuple[str, ...]
+    seeds: int
+    parameters: str
+    all_parameters: str
+    config: str
+    cells: tuple[BoardCell, ...]
+    results: tuple[Result, ...]
+    trained_on: frozenset[str]
+    cost: Mapping[str, Any] | None
+    ceiling: Ceiling | None
+
+
+@dataclass(frozen=True)
+class PublishedEntry:
+    """A published row beside a section's results: the system, its table's name, citation and
+    address, the row's note, and its values in percent (``printed``: as printed, with the digits
+    the table gives)."""
+
+    system: str
+    table: str
+    citation: str
+    url: str
+    note: str
+    values: Mapping[int, float]
+    printed: Mapping[int, str]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One suite and question set of the board: what the markdown and the HTML board show.
+
+    ``question_sets``: every question set the suite's results were made on (a section each);
+    ``corpus``: the corpus in words (``7903 passages (demo-synthetic-wiki)``); ``ks``: the cutoffs
+    the results report; ``order``: the cutoffs rows are ordered by (:data:`ORDER_K` first);
+    ``rows``: best first (:func:`_row_order`); ``published``: published rows of the suite with a
+    value at one of ``ks`` (none for a synthetic suite); ``superseded``: each result left out with
+    the newer one of its configuration shown instead; ``seen``: the sets of parts some rows were
+    trained on (the seen/unseen comparison), in the order the rows name them."""
+
+    suite: str
+    question_set: str
+    question_sets: tuple[str, ...]
+    synthetic: bool
+    questions: int
+    parts: tuple[str, ...]
+    part_questions: Mapping[str, int]
+    corpus: str
+    match: str
+    ks: tuple[int, ...]
+    order: tuple[int, ...]
+    rows: tuple[BoardRow, ...]
+    published: tuple[PublishedEntry, ...]
+    superseded: tuple[tuple[Result, Result], ...]
+    seen: tuple[frozenset[str], ...]
+
+
+def sections(results: Sequence[Result], published: Sequence[PublishedTable] = ()) -> list[Section]:
+    """The board's sections, one per suite and question set (sorted by suite name, then question
+    set), from the newest result of each configuration (:func:`newest`); ``published`` tables give
+    the sections of their suites published rows."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    chosen, superseded = newest(results)
+    for r in chosen:
+        groups.setdefault((r.suite, _question_set(r)), []).append(r)
+    sets_of: dict[str, list[str]] = {}
+    for suite, question_set in groups:
+        sets_of.setdefault(suite, []).append(question_set)
+    return [
+        _section(
+            groups[suite, question_set], question_set, tuple(sorted(sets_of[suite])),
+            tuple((old, new) for old, new in superseded if (new.suite, _question_set(new)) == (suite, question_set)),
+            published,
+        )
+        for suite, question_set in sorted(groups)
+    ]
+
+
+def _section(
+    group: list[Result], question_set: str, question_sets: tuple[str, ...],
+    superseded: tuple[tuple[Result, Result], ...], published: Sequence[PublishedTable],
+) -> Section:
+    ks = _cutoffs(group)
+    order = _order_cutoffs(ks)
+    rows = sorted(_group_seeds(group), key=lambda row: _row_order(row, order))
+    first = rows[0].first.data["suite"]
+    parts = tuple(p["name"] for p in first["parts"])
+    corpus = first["corpus"]
+    size = corpus_size(corpus) if corpus.get("passages") is None else f"{corpus['passages']} passages ({corpus['name']})"
+    tied = _tied_with_best(rows, ks)
+    synthetic = bool(first.get("synthetic"))
+    return Section(
+        suite=rows[0].first.suite, question_set=question_set, question_sets=question_sets, synthetic=synthetic,
+        questions=sum(p["questions"] for p in first["parts"]), parts=parts,
+        part_questions={p["name"]: p["questions"] for p in first["parts"]}, corpus=size, match=first["match"],
+        ks=tuple(ks), order=tuple(order),
+        rows=tuple(_board_row(row, ks, {k for k in ks if i in tied.get(k, ())}) for i, row in enumerate(rows)),
+        published=() if synthetic else tuple(_published_entries(published, rows[0].first.suite, ks)),
+        superseded=superseded, seen=tuple(_seen_sets(rows, list(parts))),
+    )
+
+
+def _board_row(row: _Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
+    cells = []
+    for k in ks:
+        accuracy = row.accuracy(k)
+        if accuracy is None:
+            cells.append(BoardCell(k, None, None, None, None, False, {}))
+        elif row.seeds > 1:
+            cells.append(BoardCell(k, accuracy[1], None, None, row.std(k), False, accuracy[0]))
+        else:
+            low, high = _interval(row, k)
+            cells.append(BoardCell(k, accuracy[1], float(low), float(high), None, k in tiers, accuracy[0]))
+    ceiling = rerank_ceiling(row.results)
+    return BoardRow(
+        label=row.retriever, retriever=row.first.retriever,
+        reranker=row.first.reranker["name"] if row.first.reranker else None,
+        variant=_variant(row.parameters), training_data=_training_data(row.parameters), seeds=row.seeds,
+        parameters=summarize_parameters(row.parameters),
+        all_parameters=format_parameters(row.parameters) + _reranker_parameters(row.first),
+        config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
+        trained_on=_trained_on(row.parameters), cost=row.first.data.get("cost"),
+        ceiling=ceiling,
+    )
+
+
+def _training_data(parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``data`` entries of a trained checkpoint's training record, as recorded (an entry given
+    as an object by its ``data`` or ``path``)."""
+    training = training_record(parameters)
+    data = training.get("data") if training is not None else None
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, (list, tuple)):
+        return ()
+    entries = [entry.get("data") or entry.get("path") if isinstance(entry, Mapping) else entry for entry in data]
+    return tuple(entry for entry in entries if isinstance(entry, str) and entry)
+
+
+
+def rerank_ceiling(results: Sequence[Result]) -> Ceiling | None:
+    """A re-ranked row against its ceiling (:func:`harness.analysis.ceiling.ceiling_of` of its
+    first result: the share of questions whose first stage had an answer within the re-ranked
+    depth, the first stage's and the re-ranked top-k, wins and losses); None when it is not
+    re-ranked or its results do not record ``first_stage_ranks``. The schema checked the ranks."""
+    if any(ceiling_of(r) is None for r in results):
+        return None
+    return ceiling_of(results[0])
+
+
+def _published_entries(published: Sequence[PublishedTable], suite: str, ks: Sequence[int]) -> list[PublishedEntry]:
+    from harness.analysis.published import printed_digits, rows_for_suite
+
+    entries = []
+    for table, row in rows_for_suite(published, suite):
+        if not any(k in row.values for k in ks):
+            continue
+        digits = printed_digits(table, row)
+        entries.append(PublishedEntry(
+            system=row.system, table=table.name, citation=table.citation, url=table.url, note=row.note,
+            values={k: row.values[k] for k in ks if k in row.values},
+            printed={k: f"{row.values[k]:.{digits}f}" for k in ks if k in row.values},
+        ))
+    return entries
 
 
 def render(
@@ -357,6 +572,8 @@ def render(
     results_dir: Path,
     published: Sequence[PublishedTable] = (),
     plots: Mapping[str, Sequence[str]] | None = None,
+    board: Sequence[Section] | None = None,
+    html: str | None = None,
 ) -> str:
     """The leaderboard markdown; ``output_dir`` is where it will live (for relative links).
 
@@ -365,70 +582,64 @@ def render(
     its own section, and a note names them. Columns are the cutoffs the results report; metrics
     besides accuracy follow in their own table. ``published`` tables add marked rows to the
     sections of their suites; ``plots`` maps a suite to image paths (relative to ``output_dir``)
-    shown under its section.
+    shown under its section. ``board``: the sections of ``results`` and ``published`` when
+    already computed (:func:`sections`); ``html``: the address of the HTML board's index
+    (relative to ``output_dir``), linked under the first paragraph.
     """
-    groups: dict[tuple[str, str], list[Result]] = {}
-    chosen, superseded = newest(results)
-    for r in chosen:
-        groups.setdefault((r.suite, _question_set(r)), []).append(r)
-    sets_of: dict[str, list[str]] = {}
-    for suite, question_set in groups:
-        sets_of.setdefault(suite, []).append(question_set)
+    if board is None:
+        board = sections(results, published)
     results_label = Path(os.path.relpath(results_dir, output_dir)).as_posix()
     out = [_PREAMBLE.format(results=_code(results_label))]
-    if not groups:
+    if html is not None:
+        out.append(_HTML_LINE.format(link=markdown_link(html, html)))
+    out.append(_NOTES)
+    if not board:
         out.append("\nNo results yet: run `harness run --retriever bm25 --suite demo`.\n")
-    for suite, question_set in sorted(groups):
-        group = groups[suite, question_set]
-        ks = _cutoffs(group)
-        order = _order_cutoffs(ks)
-        rows = sorted(_group_seeds(group), key=lambda row: _row_order(row, order))
-        first = rows[0].first.data["suite"]
-        parts = first["parts"]
-        n_questions = sum(p["questions"] for p in parts)
-        tag = " (SYNTHETIC)" if first.get("synthetic") else ""
-        several = len(sets_of[suite]) > 1
-        heading = _cell(suite) + (f" (question set {_short_digest(question_set)})" if several else "")
-        out.append(f"\n## {heading}{tag}\n")
-        if several:
-            others = ", ".join(_short_digest(q) for q in sorted(sets_of[suite]) if q != question_set)
-            out.append(
-                f"\n**Results of suite {_cell(suite)} were made on {len(sets_of[suite])} different question sets**; "
-                f"this section has those on {_short_digest(question_set)} (others: {others}).\n"
-            )
-        detail = f"{n_questions} questions"
-        if len(parts) > 1:
-            detail += f" in {len(parts)} parts, macro-averaged"
-        corpus = first["corpus"]
-        size = corpus_size(corpus) if corpus.get("passages") is None else f"{corpus['passages']} passages ({corpus['name']})"
-        detail += f"; {_cell(size)}; {first['match']} matching."
-        out.append(detail + "\n")
-        tied = _tied_with_best(rows, ks)
-        table = []
-        for i, row in enumerate(rows):
-            name = row.retriever + (f" ({row.seeds} seeds)" if row.seeds > 1 else "")
-            links = ", ".join(_link(r, output_dir) for r in row.results)
-            table.append(
-                [_cell(name), _cell(summarize_parameters(row.parameters))]
-                + [_value_cell(row, k, i in tied.get(k, ())) for k in ks]
-                + [links]
-            )
-        if not first.get("synthetic"):
-            table += _published_rows(published, suite, ks)
-        headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
-        out.append("\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n")
-        out.append(_superseded_note([(old, new) for old, new in superseded if (new.suite, _question_set(new)) == (suite, question_set)]))
-        out.append(_metrics_table(rows, ks))
-        out.append(_parameters_table(rows))
-        if len(parts) > 1:
-            out.append(_seen_tables(rows, [p["name"] for p in parts], ks))
-            out.append(_parts_table(rows, [p["name"] for p in parts], order[0]))
-        for image in (plots or {}).get(suite, ()) if not several else ():
-            target = link_target(image)
-            if target is not None:
-                out.append(f"\n![{_cell(Path(image).stem)}]({target})\n")
+    for section in board:
+        out.append(_markdown_section(section, output_dir, plots or {}))
     if published:
         out.append(_published_section(published))
+    return "".join(out)
+
+
+def _markdown_section(section: Section, output_dir: Path, plots: Mapping[str, Sequence[str]]) -> str:
+    """One section of the markdown: heading, description, the table of rows and published rows,
+    the notes, the folded tables and the suite's plots."""
+    ks, parts = list(section.ks), list(section.parts)
+    several = len(section.question_sets) > 1
+    tag = " (SYNTHETIC)" if section.synthetic else ""
+    heading = _cell(section.suite) + (f" (question set {_short_digest(section.question_set)})" if several else "")
+    out = [f"\n## {heading}{tag}\n"]
+    if several:
+        others = ", ".join(_short_digest(q) for q in section.question_sets if q != section.question_set)
+        out.append(
+            f"\n**Results of suite {_cell(section.suite)} were made on {len(section.question_sets)} different question sets**; "
+            f"this section has those on {_short_digest(section.question_set)} (others: {others}).\n"
+        )
+    detail = f"{section.questions} questions"
+    if len(parts) > 1:
+        detail += f" in {len(parts)} parts, macro-averaged"
+    detail += f"; {_cell(section.corpus)}; {section.match} matching."
+    out.append(detail + "\n")
+    table = []
+    for row in section.rows:
+        name = row.label + (f" ({row.seeds} seeds)" if row.seeds > 1 else "")
+        links = ", ".join(_link(r, output_dir) for r in row.results)
+        table.append([_cell(name), _cell(row.parameters)] + [_value_cell(cell) for cell in row.cells] + [links])
+    table += _published_rows(section.published, ks)
+    headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
+    out.append("\n" + tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n")
+    out.append(_superseded_note(section.superseded))
+    rows = [_Row(list(row.results)) for row in section.rows]
+    out.append(_metrics_table(rows, ks))
+    out.append(_parameters_table(rows))
+    if len(parts) > 1:
+        out.append(_seen_tables(rows, parts, ks))
+        out.append(_parts_table(rows, parts, section.order[0]))
+    for image in plots.get(section.suite, ()) if not several else ():
+        target = link_target(image)
+        if target is not None:
+            out.append(f"\n![{_cell(Path(image).stem)}]({target})\n")
     return "".join(out)
 
 
@@ -470,20 +681,13 @@ def _published_section(published: Sequence[PublishedTable]) -> str:
     return "".join(out)
 
 
-def _published_rows(published: Sequence[PublishedTable], suite: str, ks: Sequence[int]) -> list[list[str]]:
-    from harness.analysis.published import printed_digits, rows_for_suite
-
-    rows = []
-    for table, row in rows_for_suite(published, suite):
-        if not any(k in row.values for k in ks):
-            continue
-        source = markdown_link(table.citation, table.url)
-        rows.append(
-            [f"*published:* {_cell(row.system)}", source]
-            + [f"{row.values[k]:.{printed_digits(table, row)}f}" if k in row.values else "–" for k in ks]
-            + [_cell(table.name)]
-        )
-    return rows
+def _published_rows(entries: Sequence[PublishedEntry], ks: Sequence[int]) -> list[list[str]]:
+    return [
+        [f"*published:* {_cell(e.system)}", markdown_link(e.citation, e.url)]
+        + [e.printed.get(k, "–") for k in ks]
+        + [_cell(e.table)]
+        for e in entries
+    ]
 
 
 def _short_digest(fingerprint: str) -> str:
@@ -552,19 +756,26 @@ def _trained_on(parameters: Any) -> frozenset[str]:
     return frozenset()
 
 
-def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
-    """Where some rows were trained on some of the suite's parts (their training data's
-    categories, e.g. EntityQuestions relations), every row's top-k macro-averaged over those
-    parts and over the others, one table per set of seen parts: the seen/unseen comparison of
-    Sciavolino et al. (dense retrievers fall on patterns unseen in training; BM25 does not)."""
+def _seen_sets(rows: list[_Row], parts: list[str]) -> list[frozenset[str]]:
+    """The sets of the suite's parts that some rows were trained on (some parts, not all), in the
+    order the rows name them."""
     names = set(parts)
     sets: list[frozenset[str]] = []
     for row in rows:
         seen = _trained_on(row.parameters) & names
         if seen and seen != names and seen not in sets:
             sets.append(seen)
+    return sets
+
+
+def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
+    """Where some rows were trained on some of the suite's parts (their training data's
+    categories, e.g. EntityQuestions relations), every row's top-k macro-averaged over those
+    parts and over the others, one table per set of seen parts: the seen/unseen comparison of
+    Sciavolino et al. (dense retrievers fall on patterns unseen in training; BM25 does not)."""
+    names = set(parts)
     out = []
-    for seen in sets:
+    for seen in _seen_sets(rows, parts):
         unseen = [p for p in parts if p not in seen]
         table = []
         for row in rows:
