@@ -106,7 +106,8 @@ def test_run_with_rerank_records_the_chain(capsys, tmp_path, fake_rerankers):
     assert run_cli(capsys, "leaderboard", "--results-dir", str(results), "--output", str(board))[0] == 0
     text = board.read_text()
     assert "| test-overlap » test-title(top-10) " in text and "| test-overlap " in text
-    assert "» test-title: depth=10, weight=2.0" in text
+    page = (tmp_path / "html" / "demo.html").read_text()  # every parameter: on the suite's page
+    assert "» test-title: depth=10, weight=2.0" in page and "[html/demo.html](html/demo.html)" in text
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     """
     from harness import registry
     from harness.analysis.plots import drawn_with, standard_plots, sync_plot_dir
-    from harness.results.html import INDEX, render_html, sync_html_dir
+    from harness.results.html import INDEX, page_names, render_html, sync_html_dir
     from harness.results.leaderboard import newest, render, sections
     from harness.results.report import one_line
     from harness.results.schema import read_results
@@ -96,6 +96,7 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     markdown = render(
         results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve(),
         published=published, plots=images, board=board, html=f"{HTML_DIR}/{INDEX}",
+        pages={suite: f"{HTML_DIR}/{name}" for suite, name in page_names([s.suite for s in board]).items()},
     )
     try:
         current = output.read_text(encoding="utf-8")

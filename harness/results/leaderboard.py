@@ -574,6 +574,7 @@ def render(
     plots: Mapping[str, Sequence[str]] | None = None,
     board: Sequence[Section] | None = None,
     html: str | None = None,
+    pages: Mapping[str, str] | None = None,
 ) -> str:
     """The leaderboard markdown; ``output_dir`` is where it will live (for relative links).
 
@@ -584,7 +585,9 @@ def render(
     sections of their suites; ``plots`` maps a suite to image paths (relative to ``output_dir``)
     shown under its section. ``board``: the sections of ``results`` and ``published`` when
     already computed (:func:`sections`); ``html``: the address of the HTML board's index
-    (relative to ``output_dir``), linked under the first paragraph.
+    (relative to ``output_dir``), linked under the first paragraph; ``pages``: each suite's HTML
+    page (relative to ``output_dir``): a section with one links to it for every parameter and each
+    part's numbers instead of folding those tables into the markdown.
     """
     if board is None:
         board = sections(results, published)
@@ -596,15 +599,16 @@ def render(
     if not board:
         out.append("\nNo results yet: run `harness run --retriever bm25 --suite demo`.\n")
     for section in board:
-        out.append(_markdown_section(section, output_dir, plots or {}))
+        out.append(_markdown_section(section, output_dir, plots or {}, (pages or {}).get(section.suite)))
     if published:
         out.append(_published_section(published))
     return "".join(out)
 
 
-def _markdown_section(section: Section, output_dir: Path, plots: Mapping[str, Sequence[str]]) -> str:
+def _markdown_section(section: Section, output_dir: Path, plots: Mapping[str, Sequence[str]], page: str | None = None) -> str:
     """One section of the markdown: heading, description, the table of rows and published rows,
-    the notes, the folded tables and the suite's plots."""
+    the notes, the folded tables and the suite's plots. With the suite's HTML ``page``, every
+    parameter and each part's numbers are left to it (a line links to it)."""
     ks, parts = list(section.ks), list(section.parts)
     several = len(section.question_sets) > 1
     tag = " (SYNTHETIC)" if section.synthetic else ""
@@ -632,10 +636,15 @@ def _markdown_section(section: Section, output_dir: Path, plots: Mapping[str, Se
     out.append(_superseded_note(section.superseded))
     rows = [_Row(list(row.results)) for row in section.rows]
     out.append(_metrics_table(rows, ks))
-    out.append(_parameters_table(rows))
+    if page is None:
+        out.append(_parameters_table(rows))
     if len(parts) > 1:
         out.append(_seen_tables(rows, parts, ks))
-        out.append(_parts_table(rows, parts, section.order[0]))
+        if page is None:
+            out.append(_parts_table(rows, parts, section.order[0]))
+    if page is not None:
+        what = "every parameter and each part's numbers" if len(parts) > 1 else "every parameter"
+        out.append(f"\nSorting, filters, {what}, and what each run cost: {markdown_link(page, page)}.\n")
     for image in plots.get(section.suite, ()) if not several else ():
         target = link_target(image)
         if target is not None:
