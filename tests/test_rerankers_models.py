@@ -91,6 +91,32 @@ def test_late_interaction_is_m_dot_q_p_qp_q_minus_p(tmp_path):
     assert not [p for p in ckpt.iterdir() if p.name.startswith(".")]  # no temporary files left
 
 
+def test_late_interaction_encodes_each_passage_once_and_scores_as_one_by_one(tmp_path, monkeypatch):
+    """Several questions sharing candidates: one encoding of each distinct passage (kept for later
+    batches, the least recently used dropped beyond the memo's bytes), scores equal to re-ranking
+    each question alone."""
+    from harness_builtins.rerank import late_interaction
+
+    ckpt = write_checkpoint(tmp_path / "ckpt")
+    context = RunContext(cache_dir=tmp_path, progress=False)
+    alone = [registry.load("rerankers", "late-interaction", {"path": str(ckpt)}).value.rerank([q], candidates(), context)[0]
+             for q in (QUESTION, "what is salt made of")]
+    reranker = registry.load("rerankers", "late-interaction", {"path": str(ckpt)}).value
+    encoded = []
+    original = reranker.encoder.encode_passages
+    monkeypatch.setattr(reranker.encoder, "encode_passages", lambda texts: encoded.extend(texts) or original(texts))
+    both = reranker.rerank([QUESTION, "what is salt made of", "nothing"], candidates() * 2 + [[]], context)
+    assert both[2] == [] and len(encoded) == len(PASSAGES)
+    for mine, one in zip(both, alone):
+        assert [h.passage_id for h in mine] == [h.passage_id for h in one]
+        assert [h.score for h in mine] == pytest.approx([h.score for h in one], rel=1e-5, abs=1e-5)
+    reranker.rerank([QUESTION], candidates(), context)
+    assert len(encoded) == len(PASSAGES)  # a later batch finds them kept
+    monkeypatch.setattr(late_interaction, "MEMO_BYTES", 1)  # room for no more than one question's candidates
+    reranker.rerank([QUESTION], [candidates()[0][:1]], context)
+    assert [key[0] for key in reranker._memo] == ["p0"]
+
+
 @pytest.mark.parametrize(
     "damage, fragment",
     [

@@ -89,7 +89,7 @@ def format_ceiling(ceilings: Sequence[Ceiling]) -> str:
     the re-ranked top-k (points) and wins / losses with the exact McNemar p-value."""
     from tabulate import tabulate
 
-    from harness.analysis.compare import format_p
+    from harness.analysis.stats import format_p
     from harness.results.report import markdown_text
 
     rows = []

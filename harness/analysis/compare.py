@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from harness.analysis import stats
+from harness.analysis.stats import format_p
 from harness.errors import HarnessError
 from harness.results.labels import require_distinct, result_label, unique_labels
 from harness.results.leaderboard import pick_newest
@@ -385,12 +386,6 @@ def _points(value: float, signed: bool = False) -> str:
 def _ci(e: Estimate) -> str:
     interval = f"[{100 * e.low:.2f}, {100 * e.high:.2f}]"
     return f"{interval} (degenerate: {e.degenerate})" if e.degenerate else interval
-
-
-def format_p(p: float) -> str:
-    """A p-value as every output of compare prints it: four decimals from 0.001 up (``0.0123``,
-    ``1.0000``), else scientific with two significant digits (``2.0e-04``, ``3.6e-20``)."""
-    return f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"
 
 
 _p = format_p

@@ -198,3 +198,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - position) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def format_p(p: float) -> str:
+    """A p-value as every output prints it (compare, the re-ranking ceiling, the HTML board): four
+    decimals from 0.001 up (``0.0123``, ``1.0000``), else scientific with two significant digits
+    (``2.0e-04``, ``3.6e-20``)."""
+    return f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"

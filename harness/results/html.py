@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.compare import format_p
+from harness.analysis.stats import format_p
 from harness.results.leaderboard import RESAMPLES, BoardCell, BoardRow, PublishedEntry, Section
 from harness.results.report import link_target, one_line
 

@@ -42,6 +42,8 @@ CONFIG_FILE = "late_interaction.json"
 HEAD_FILE = "late_interaction_head.safetensors"
 #: The encoder that loads a ``harness train`` checkpoint.
 TRAINED_ENCODER = "trained"
+#: Passage vectors the re-ranker keeps for candidates that come back (about 87k of 768 float32).
+MEMO_BYTES = 256 * 2**20
 
 
 def _training_checkpoint(root: Path) -> tuple[str, dict[str, Any], Path]:
@@ -150,6 +152,11 @@ def late_interaction_scores(q, passages, m):
     return float(q @ m_q) + p @ m_p + (p * q) @ m_qp + (q - p) @ m_diff
 
 
+def _key(candidate) -> tuple[str, str, str]:
+    """What a passage's vector depends on: its id, title and text (another corpus may reuse an id)."""
+    return candidate.passage_id, candidate.passage.title, candidate.passage.text
+
+
 class LateInteractionReranker:
     """The ``late-interaction`` re-ranker."""
 
@@ -174,18 +181,46 @@ class LateInteractionReranker:
         }
 
     def rerank(self, questions, candidates, context):
-        out = []
-        for question, cands in zip(questions, candidates):
-            if not cands:
-                out.append([])
-                continue
-            q = self.encoder.encode_queries([question])[0]
-            p = self.encoder.encode_passages([(c.passage.title, c.passage.text) for c in cands])
+        """Scores for each question's candidates. The questions of the batch are encoded in one
+        call, and each distinct passage once: its vector is kept (up to :data:`MEMO_BYTES`, the
+        least recently used dropped first) for the later questions and batches that retrieve it
+        again, where a first stage's top 200 over a corpus repeats most passages (the vector is
+        keyed by the passage's id, title and text)."""
+        import numpy as np
+
+        asked = [i for i, cands in enumerate(candidates) if cands]
+        out: list[list[Hit]] = [[] for _ in candidates]
+        if not asked:
+            return out
+        q_vectors = self.encoder.encode_queries([questions[i] for i in asked])
+        self._encode_missing([c for i in asked for c in candidates[i]])
+        for row, i in enumerate(asked):
+            q = np.asarray(q_vectors[row])
+            p = np.stack([self._memo[_key(c)] for c in candidates[i]])
             if q.shape[0] * 4 != self.m.shape[0] or p.shape[1] != q.shape[0]:
                 raise HarnessError(
                     f"late-interaction: the head has {self.m.shape[0]} = 4 x {self.m.shape[0] // 4} weights but encoder "
                     f"{self.encoder_name!r} makes {q.shape[0]}-dimensional vectors"
                 )
             scores = late_interaction_scores(q, p, self.m)
-            out.append([Hit(passage_id=c.passage_id, score=float(s)) for c, s in zip(cands, scores)])
+            out[i] = [Hit(passage_id=c.passage_id, score=float(s)) for c, s in zip(candidates[i], scores)]
         return out
+
+    def _encode_missing(self, cands) -> None:
+        """Encode the passages of ``cands`` not in the memo (each once), then drop the least
+        recently used vectors beyond :data:`MEMO_BYTES` (never one of ``cands``)."""
+        from collections import OrderedDict
+
+        if not hasattr(self, "_memo"):
+            self._memo: OrderedDict = OrderedDict()
+        wanted = list(dict.fromkeys(_key(c) for c in cands))
+        todo = [key for key in wanted if key not in self._memo]
+        if todo:
+            vectors = self.encoder.encode_passages([(title, text) for _, title, text in todo])
+            for key, vector in zip(todo, vectors):
+                self._memo[key] = vector
+        for key in wanted:
+            self._memo.move_to_end(key)
+        row_bytes = next(iter(self._memo.values())).nbytes if self._memo else 0
+        while row_bytes and len(self._memo) > max(len(wanted), MEMO_BYTES // row_bytes):
+            self._memo.popitem(last=False)
