@@ -176,6 +176,53 @@ def test_option_values_out_of_range_are_one_line(tiny, data, tmp_path, capsys): 
     assert not (tmp_path / "x").exists()
 
 
+def _parses(*args: str) -> bool:
+    """Whether ``harness train``'s command line takes ``args`` (parsed only, nothing run)."""
+    import click
+
+    from harness_builtins.training.commands import train_command
+
+    base = ["--variant", "dpr", "--data", "d", "--model", "m", "--output", "o"]
+    try:
+        train_command.make_context("train", [*base, *args])
+    except click.BadParameter:
+        return False
+    return True
+
+
+def test_every_setting_is_one_flag_checked_by_its_declaration():
+    """Each declared setting is a flag of ``harness train`` that accepts its bounds and choices and
+    refuses what lies outside them: the bounds are the declaration's, not written again."""
+    from harness_builtins.training.commands import train_command
+    from harness_builtins.training.engine import SETTINGS
+
+    flags = {p.name: p.opts[0] for p in train_command.params}
+    assert set(SETTINGS) <= set(flags)
+    checked = 0
+    for name, option in SETTINGS.items():
+        flag = flags[name]
+        if option.choices is not None:
+            for value in option.choices:
+                if value is not None:
+                    assert _parses(flag, str(value)), (flag, value)
+            assert not _parses(flag, "no-such-choice"), flag
+            checked += 1
+            continue
+        assert option.type in (int, float), name
+        step = 1 if option.type is int else 1e-9
+        if option.min is not None:
+            edge = option.min + (step if option.min_exclusive else 0)
+            assert _parses(flag, str(int(edge) if option.type is int else edge)), (flag, edge)
+            assert not _parses(flag, str(int(option.min - step) if option.type is int else option.min - (0 if option.min_exclusive else 1e-6))), flag
+            checked += 1
+        if option.max is not None:
+            assert _parses(flag, str(int(option.max) if option.type is int else option.max)), flag
+            assert not _parses(flag, str(int(option.max) + 1 if option.type is int else option.max + 1e-6)), flag
+        if option.type is int:
+            assert not _parses(flag, "1.5"), flag
+    assert checked >= 20
+
+
 def _truncate(path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])

@@ -181,6 +181,20 @@ def _rank_zero_first(rank: int, world: int, port: int, out: str) -> None:
         with open(Path(out) / f"mined{rank}.json", "w") as f:
             json.dump({"sizes": [len(g) for g in got], "record": record, "mined_by": mined_by,
                        "first": got[1][0].question}, f)
+
+        from types import SimpleNamespace
+
+        from harness_builtins.training import fit
+
+        def fake_open(kind, name, options):  # the in-loop index's suite: rank 0 opens it first
+            if rank == 0:
+                time.sleep(0.5)
+            with open(Path(out) / "opened.txt", "a") as f:
+                f.write(f"{rank}\n")
+            return SimpleNamespace(value=SimpleNamespace(corpus=[0] * 7))
+
+        fit.registry.load = fake_open
+        assert fit.searched_suite("demo")[1] == 7
     finally:
         close_group()
 
@@ -190,6 +204,7 @@ def test_rank_zero_prepares_first_and_mines_alone(tmp_path):
 
     mp.spawn(_rank_zero_first, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     assert (tmp_path / "order.txt").read_text().split() == ["0", "1"]
+    assert (tmp_path / "opened.txt").read_text().split() == ["0", "1"]
     zero, one = (json.loads((tmp_path / f"mined{r}.json").read_text()) for r in (0, 1))
     assert zero["mined_by"] == [0] and one["mined_by"] == []  # both read the file back
     assert zero["sizes"] == one["sizes"] == [5, COUNT - 5]
@@ -259,6 +274,24 @@ def test_a_global_batch_is_shared_over_processes_and_accumulated_steps(monkeypat
     with pytest.raises(HarnessError, match="not both"):
         resolve_settings(variant="art", given={"batch_size": 8, "global_batch_size": 64}, data=[("demo-train", 1.0)],
                          model="m", output=tmp_path)
+
+
+def test_accumulation_says_it_adds_no_in_batch_negatives(tiny, tmp_path, capsys):  # noqa: F811
+    """Accumulated steps add examples to an update, not negatives to a question: an in-batch variant
+    says so once on stderr; without accumulation, or for an in-loop variant (whose negatives are
+    retrieved, not in the batch), nothing is said."""
+    from harness_builtins.training.plan import make_plan, resolve_settings
+
+    def plan(variant: str, **given) -> str:
+        make_plan(resolve_settings(variant=variant, given=given, data=[("demo-train", 1.0)], model=str(tiny),
+                                   output=tmp_path / f"{variant}-{len(given)}"))
+        return capsys.readouterr().err
+
+    err = plan("dpr", gradient_accumulation=2, batch_size=4)
+    assert err == ("harness: warning: --gradient-accumulation 2: each question's in-batch negatives are the passages of "
+                   "its own step (4 per process); accumulation adds examples per update, not negatives\n")
+    assert plan("dpr", batch_size=4) == ""
+    assert plan("qsft", gradient_accumulation=2, batch_size=4) == ""
 
 
 def test_under_fsdp_rank_0_saves_the_gathered_full_weights():

@@ -34,41 +34,64 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def click_type(option) -> click.ParamType:
+    """The command line's type for a setting, from its declaration (:data:`~harness_builtins.
+    training.engine.SETTINGS`): its choices, or its type with its bounds, so a flag accepts what the
+    setting does and the bounds are written once."""
+    if option.choices is not None:
+        return click.Choice([str(c) for c in option.choices if c is not None])
+    if option.type is int:
+        return click.IntRange(min=None if option.min is None else int(option.min),
+                              max=None if option.max is None else int(option.max), min_open=option.min_exclusive)
+    if option.type is float:
+        return click.FloatRange(min=option.min, max=option.max, min_open=option.min_exclusive)
+    return click.STRING
+
+
+def setting(flag: str, name: str | None = None, *, help: str):
+    """``harness train``'s flag for the setting ``name`` (default: the flag's words), typed by its
+    declaration; unset (``None``) unless given, so the variant's or the settings' default applies."""
+    from harness_builtins.training.engine import SETTINGS
+
+    name = name or flag.lstrip("-").replace("-", "_")
+    return click.option(flag, name, type=click_type(SETTINGS[name]), default=None, help=help)
+
+
 @click.command("train")
 @click.option("--variant", required=True, help="A training variant (harness list variants).")
 @click.option("--data", "data", multiple=True, required=True, help="Training data: a DPR training JSON (or .json.gz, .jsonl) or a suite name (its questions with BM25-mined positives and negatives); FILE:WEIGHT to mix several.")
 @click.option("--pretrain-data", "pretrain_data", multiple=True, help="Two-stage variants (synthetic-pretrain): the data of the pre-training stage (e.g. from harness data generate-questions); FILE:WEIGHT to mix several.")
-@click.option("--pretrain-epochs", type=float, default=None, help="Two-stage variants: passes over --pretrain-data (default: --epochs).")
-@click.option("--pretrain-max-steps", type=click.IntRange(min=1), default=None, help="Two-stage variants: stop the pre-training stage after N steps.")
+@setting("--pretrain-epochs", help="Two-stage variants: passes over --pretrain-data (default: --epochs).")
+@setting("--pretrain-max-steps", help="Two-stage variants: stop the pre-training stage after N steps.")
 @click.option("--model", required=True, help="Initial model: a hub id, a local directory (sentence-transformers or transformers), or minilm (the packaged all-MiniLM-L6-v2, offline).")
 @click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True, help="The checkpoint directory to write.")
-@click.option("--epochs", type=float, default=None, help="Passes over the data (default 1).")
-@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Stop after this many optimizer steps (overrides --epochs).")
-@click.option("--batch-size", type=int, default=None, help="Questions per device and step (default 16; DPR used 128 over 8 GPUs: 16 each). Passages of other devices' questions are in-batch negatives too.")
-@click.option("--global-batch-size", type=int, default=None, help="Questions per optimizer step over all processes and accumulated steps; sets the batch per device to this / (processes x accumulation) (ART's default: 64).")
-@click.option("--lr", "learning_rate", type=float, default=None, help="Peak learning rate (default 2e-5).")
-@click.option("--warmup-ratio", type=float, default=None, help="Share of steps of linear warm-up (default 0).")
-@click.option("--warmup-steps", type=int, default=None, help="Optimizer steps of linear warm-up (overrides --warmup-ratio; QSFT's default 100).")
-@click.option("--weight-decay", type=float, default=None, help="AdamW weight decay (default 0).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=None, help="Seed of initialisation, batches and augmentations (default 42).")
-@click.option("--hard-negatives", type=int, default=None, help="Hard negatives per question (default: the variant's, 1 for DPR).")
-@click.option("--max-question-length", type=int, default=None, help="Question tokens (default 64).")
-@click.option("--max-passage-length", type=int, default=None, help="Passage tokens (default 256).")
-@click.option("--format", "format", type=click.Choice(["title_text", "text", "dpr"]), default=None, help="Passage input: title + text (default), text only, or DPR's title [SEP] text (for export-dpr).")
-@click.option("--pooling", type=click.Choice(["cls", "mean"]), default=None, help="Pooling for a plain transformers model (default cls, as DPR). A sentence-transformers model (minilm) pools by its own Pooling module; a --pooling that differs is refused.")
-@click.option("--mixture", type=click.Choice(["proportional", "round_robin"]), default=None, help="How several --data files are mixed (default proportional).")
-@click.option("--save-steps", type=int, default=None, help="Checkpoint every N steps (default 500).")
-@click.option("--save-total-limit", type=int, default=None, help="Checkpoints kept while training: the newest N (default 2, the newest and one before it should it be damaged; 0 keeps all).")
+@setting("--epochs", help="Passes over the data (default 1).")
+@setting("--max-steps", help="Stop after this many optimizer steps (overrides --epochs).")
+@setting("--batch-size", help="Questions per device and step (default 16; DPR used 128 over 8 GPUs: 16 each). Passages of other devices' questions are in-batch negatives too.")
+@setting("--global-batch-size", help="Questions per optimizer step over all processes and accumulated steps; sets the batch per device to this / (processes x accumulation) (ART's default: 64).")
+@setting("--lr", "learning_rate", help="Peak learning rate (default 2e-5).")
+@setting("--warmup-ratio", help="Share of steps of linear warm-up (default 0).")
+@setting("--warmup-steps", help="Optimizer steps of linear warm-up (overrides --warmup-ratio; QSFT's default 100).")
+@setting("--weight-decay", help="AdamW weight decay (default 0).")
+@setting("--seed", help="Seed of initialisation, batches and augmentations (default 42).")
+@setting("--hard-negatives", help="Hard negatives per question (default: the variant's, 1 for DPR).")
+@setting("--max-question-length", help="Question tokens (default 64).")
+@setting("--max-passage-length", help="Passage tokens (default 256).")
+@setting("--format", "format", help="Passage input: title + text (default), text only, or DPR's title [SEP] text (for export-dpr).")
+@setting("--pooling", help="Pooling for a plain transformers model (default cls, as DPR). A sentence-transformers model (minilm) pools by its own Pooling module; a --pooling that differs is refused.")
+@setting("--mixture", help="How several --data files are mixed (default proportional).")
+@setting("--save-steps", help="Checkpoint every N steps (default 500).")
+@setting("--save-total-limit", help="Checkpoints kept while training: the newest N (default 2, the newest and one before it should it be damaged; 0 keeps all).")
 @click.option("--keep-checkpoints", is_flag=True, default=None, help="Keep OUTPUT/checkpoints/ once training has finished (by default its checkpoints are deleted when OUTPUT/model and the record are written: a finished run has nothing to resume).")
-@click.option("--logging-steps", type=int, default=None, help="Log every N steps (default 10).")
-@click.option("--gradient-accumulation", type=int, default=None, help="Steps accumulated per update (default 1).")
+@setting("--logging-steps", help="Log every N steps (default 10).")
+@setting("--gradient-accumulation", help="Steps accumulated per update (default 1).")
 @click.option("--question-marker", default=None, help="Text put before every question (e.g. '[Q] '), as the variant's marker token.")
 @click.option("--corpus", default=None, help="The suite whose corpus a mining or in-loop variant searches (default: the first --data suite).")
-@click.option("--retrieve-k", type=int, default=None, help="In-loop variants: passages retrieved per question each step (QSFT 100, ART 32).")
-@click.option("--refresh-every", type=int, default=None, help="In-loop variants: re-embed the corpus with the current passage encoder every N steps (ART 500; 0 never).")
-@click.option("--passage-chunk-size", type=int, default=None, help="ART: retrieved passages re-encoded with gradient per activation-checkpointed chunk, so memory does not grow with batch x k (default 64; 0: all at once).")
-@click.option("--index-shard-size", type=int, default=None, help="In-loop variants: passages per shard of the index (each training process embeds and holds its shards; default 100000).")
-@click.option("--distributed-timeout", type=int, default=None, help="Under torchrun: seconds a process waits for the others at any collective, rank 0's data preparation and mining included (default 10800).")
+@setting("--retrieve-k", help="In-loop variants: passages retrieved per question each step (QSFT 100, ART 32).")
+@setting("--refresh-every", help="In-loop variants: re-embed the corpus with the current passage encoder every N steps (ART 500; 0 never).")
+@setting("--passage-chunk-size", help="ART: retrieved passages re-encoded with gradient per activation-checkpointed chunk, so memory does not grow with batch x k (default 64; 0: all at once).")
+@setting("--index-shard-size", help="In-loop variants: passages per shard of the index (each training process embeds and holds its shards; default 100000).")
+@setting("--distributed-timeout", help="Under torchrun: seconds a process waits for the others at any collective, rank 0's data preparation and mining included (default 10800).")
 @click.option("-M", "--miner-option", "miner_options", multiple=True, help="KEY=VALUE option of the variant's miner (e.g. -M options='{\"path\": \"runs/dpr\"}').")
 @click.option("-L", "--loss-option", "loss_options", multiple=True, help="KEY=VALUE option of the variant's loss (e.g. -L lambda_qq=0.1).")
 @click.option("-S", "--sampler-option", "sampler_options", multiple=True, help="KEY=VALUE option of the variant's batch sampler.")
@@ -90,8 +113,10 @@ def train_command(variant, data, pretrain_data, model, output, loss_options, sam
         miner_options=parse_options(miner_options, "--miner-option"),
         given={k: v for k, v in given.items() if v is not None},
     )
+    from harness.results.checkpoint import LABEL_MAP_FILE
+
     path = train(settings)
-    retriever = "specialised" if (Path(path) / "specialised.json").is_file() else "trained"
+    retriever = "specialised" if (Path(path) / LABEL_MAP_FILE).is_file() else "trained"
     click.echo(f"wrote {path} (variant {variant}; load it with: harness run --retriever {retriever} -o path={path})")
 
 

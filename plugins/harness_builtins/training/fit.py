@@ -403,13 +403,22 @@ def _model_and_data(settings: TrainSettings, recipe, prepared: Prepared):
     return model, data, sep
 
 
+def searched_suite(name: str):
+    """The suite an in-loop index searches, and its corpus size. Opening a corpus may download it
+    and build its store: rank 0 does that alone while the others wait, then they open what it wrote."""
+    from harness_builtins.training.distributed import rank_zero_first
+
+    with rank_zero_first(f"opening {name}'s corpus"):
+        searched = registry.load("suites", name, {}).value
+        return searched, len(searched.corpus)
+
+
 def _in_loop_loss(settings: TrainSettings, prepared: Prepared, model, loss_module, sep: str):
     from harness.util.cache import cache_dir
 
     from harness_builtins.training.inloop import InLoopIndex, in_loop_loss
 
-    searched = registry.load("suites", prepared.corpus_suite, {}).value
-    size = len(searched.corpus)
+    searched, size = searched_suite(prepared.corpus_suite)
     if prepared.in_loop.k > size:
         raise HarnessError(f"--retrieve-k {prepared.in_loop.k} is more than the {size:,} passages of {prepared.corpus_suite}'s "
                            f"corpus; give at most {size:,}")
