@@ -29,7 +29,8 @@ def test_registries():
 
 #: Settings a user's (or CI's) environment may carry that change what the tests expect; each test
 #: starts without them and sets the ones it exercises. HARNESS_CACHE_DIR and HARNESS_JAVA_HOME stay:
-#: they say where things are, not how the harness behaves.
+#: they say where things are, not how the harness behaves; so does HARNESS_TEST_ARTIFACTS, the
+#: folder the browser tests copy their screenshots into (tests/test_html_board.py).
 _BEHAVIOUR_ENV = (
     "HARNESS_STRICT_PLUGINS",
     "HARNESS_DISABLE_PLUGINS",

@@ -176,12 +176,43 @@ def test_the_ceiling_wins_and_losses_by_hand():
     at = {a.k: a for a in c.at}
     # top-1: before a1, nothing in B (b1 at rank 1); after a2, b1, b2: 3 wins (a2, b1, b2), 1 loss (a1)
     assert (at[1].wins, at[1].losses) == (3, 1)
+    assert at[1].won == (("A", "a2"), ("B", "b1"), ("B", "b2")) and at[1].lost == (("A", "a1"),)
+    # top-2: after a1 (1), a2, b1, b2; before a1, b1 (1): won a2, b2, lost none
+    assert at[2].won == (("A", "a2"), ("B", "b2")) and at[2].lost == () and (at[2].wins, at[2].losses) == (2, 0)
     assert at[1].first_stage == pytest.approx((1 / 4 + 0) / 2) and at[1].reranked == pytest.approx((1 / 4 + 2 / 2) / 2)
     assert at[1].p_value == pytest.approx(0.625)  # exact McNemar, 4 discordant, min 1: 2 * (1 + 4) / 16
     # top-5: every answer the first stage had within 5 is still within 5 (a re-ranking of those 5)
     assert (at[5].wins, at[5].losses) == (0, 0) and at[5].reranked == pytest.approx(c.ceiling)
+    assert at[5].won == at[5].lost == ()
     text = format_ceiling([c])
     assert "top-5: 75.00" in text and "| 3 / 1 " in text
+    # the ids, as part/id (two parts); a cutoff without any is left out
+    assert "- bm25 » upr(top-5), top-1: won 3 (A/a2, B/b1, B/b2); lost 1 (A/a1)\n" in text
+    assert "- bm25 » upr(top-5), top-2: won 2 (A/a2, B/b2); lost 0\n" in text and "top-5: won" not in text
+    assert c.to_json()["at"]["1"] | {"p": None} == {
+        "first_stage": pytest.approx(1 / 8), "reranked": pytest.approx(5 / 8), "wins": 3, "losses": 1, "p": None,
+        "won": {"A": ["a2"], "B": ["b1", "b2"]}, "lost": {"A": ["a1"]},
+    }
+    assert c.to_json()["at"]["5"]["won"] == {} and c.to_json()["at"]["5"]["lost"] == {}
+
+
+def test_won_and_lost_lists_are_cut_after_ten_and_escaped():
+    """One part: bare ids; 13 won, 10 shown, then "… and 3 more"; ids are markdown text."""
+    ids = [f"q{i:02d}" for i in range(12)] + ["x|<b>"]
+    first = {"all": {**{q: None for q in ids}, "l1": 0, "l2": 0}}
+    after = {"all": {**{q: 0 for q in ids}, "l1": None, "l2": 3}}
+    c = ceiling_of(_result(first, after, depth=5, ks=(1, 5)))
+    (one, five) = c.at
+    assert one.wins == 13 and [q for _, q in one.won] == ids and [q for _, q in one.lost] == ["l1", "l2"]
+    assert five.wins == 13 and [q for _, q in five.lost] == ["l1"]  # l2 at 3 is within 5 after re-ranking
+    assert c.to_json()["at"]["1"]["won"] == {"all": ids}  # --json has every id
+    text = format_ceiling([c])
+    shown = ", ".join(ids[:10])
+    assert f"- bm25 » upr(top-5), top-1: won 13 ({shown} … and 3 more); lost 2 (l1, l2)\n" in text
+    assert f"- bm25 » upr(top-5), top-5: won 13 ({shown} … and 3 more); lost 1 (l1)\n" in text
+    assert "x|<b>" not in text  # the 13th, not shown; escaped when it is:
+    c2 = ceiling_of(_result({"all": {"x|<b>": None}}, {"all": {"x|<b>": 0}}, depth=5, ks=(1,)))
+    assert "won 1 (x\\|&lt;b>)" in format_ceiling([c2])
 
 
 def test_first_stage_ranks_are_checked_by_the_schema():
@@ -223,6 +254,18 @@ def test_a_reranked_run_and_score_keep_the_first_stage_and_compare_shows_the_cei
     (entry,) = report["rerank_ceiling"]
     assert entry["depth"] == 10 and entry["ceiling"] == pytest.approx(by_hand)
     assert entry["at"]["1"]["wins"] == ceiling.at[0].wins
+    # every question won and lost at top-1, by part, worked out from the two rank tables
+    first_ranks = data["first_stage_ranks"]
+    won = {p: [q for q, r in qs.items() if r == 0 and first_ranks[p][q] != 0] for p, qs in data["first_hit_ranks"].items()}
+    lost = {p: [q for q, r in qs.items() if r != 0 and first_ranks[p][q] == 0] for p, qs in data["first_hit_ranks"].items()}
+    assert entry["at"]["1"]["won"] == {p: qs for p, qs in won.items() if qs}
+    assert entry["at"]["1"]["lost"] == {p: qs for p, qs in lost.items() if qs}
+    assert entry["at"]["1"]["wins"] == sum(map(len, won.values())) and entry["at"]["1"]["losses"] == sum(map(len, lost.values()))
+    # the text output lists them (the first ten of each) under the table
+    changed = [(k, a) for k, a in entry["at"].items() if a["wins"] or a["losses"]]
+    assert ("Questions won and lost at each cutoff" in out) == bool(changed)
+    for k, a in changed:
+        assert f", top-{k}: won {a['wins']}" in out and f"; lost {a['losses']}" in out
     assert [s["cost"]["device_kind"] for s in report["systems"]] == ["cpu", "cpu"]
     # a run file re-ranked by harness score keeps its first stage too
     run_file = next(runs.glob("*.trec"))

@@ -1,10 +1,18 @@
 """The HTML board (harness.results.html): escaped, self-contained, deterministic, checked by
-`harness leaderboard --check`, and usable in a real browser (sorting, filtering, drill-down)."""
+`harness leaderboard --check`, and usable in a real browser (sorting, filtering, drill-down).
+
+The browser tests (Debian's chromium driven by playwright; they skip without either) save a
+screenshot of each page they drive in pytest's ``tmp_path`` and, when ``HARNESS_TEST_ARTIFACTS``
+names a folder, a copy there (the folder is made when missing): pytest does not keep ``tmp_path``,
+so CI (``.ci/run``) sets it to ``test-artifacts/`` in the clone. The variable says where files go,
+not how the harness behaves, so ``tests/conftest.py`` leaves it set.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -23,6 +31,9 @@ from test_results_leaderboard import cells
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "leaderboard" / "results"
+
+#: The folder the browser tests copy their screenshots into, when set.
+ARTIFACTS_ENV = "HARNESS_TEST_ARTIFACTS"
 
 EVIL_SCRIPT = "</script><script>alert(1)</script>"
 EVIL_IMG = "<img src=x onerror=alert(2)>"
@@ -86,11 +97,12 @@ def cost(**changes) -> dict:
 
 
 def evil_docs() -> tuple[list[dict], PublishedTable]:
-    parts = {f"part{EVIL_SCRIPT}": {"q1": 0, "q2": None}, f"p{EVIL_IMG}": {"q3": 2, "q4": 0}}
-    doc = make_result(f"r{EVIL_SCRIPT}", params={"x": EVIL_SCRIPT + EVIL_IMG, "training": {"variant": f"v{EVIL_IMG}", "data": [EVIL_SCRIPT], "seen": [f"part{EVIL_SCRIPT}"]}}, ranks=parts, suite=f"s{EVIL_IMG}")
+    parts = {f"part{EVIL_SCRIPT}": {f"q{EVIL_SCRIPT}": 0, "q2": None}, f"p{EVIL_IMG}": {"q3": 2, f"q{EVIL_IMG}": 0}}
+    doc = make_result(f"r{EVIL_SCRIPT}", params={"x": EVIL_SCRIPT + EVIL_IMG, "training": {"variant": f"v{EVIL_IMG}", "data": [EVIL_SCRIPT], "seed": 7, "seen": [f"part{EVIL_SCRIPT}"]}}, ranks=parts, suite=f"s{EVIL_IMG}")
     doc["suite"]["synthetic"] = False
     doc["reranker"] = {"name": f"rr{EVIL_IMG}", "plugin": "x", "parameters": {"model": EVIL_SCRIPT}, "depth": 5}
-    doc["first_stage_ranks"] = {p: dict(q) for p, q in parts.items()}
+    # the re-ranking wins q<script> and q<img> at every cutoff, and loses q2 at 5 and deeper
+    doc["first_stage_ranks"] = {f"part{EVIL_SCRIPT}": {f"q{EVIL_SCRIPT}": None, "q2": 3}, f"p{EVIL_IMG}": {"q3": 2, f"q{EVIL_IMG}": None}}
     doc["cost"] = cost(device_kind=f"cpu{EVIL_IMG}")
     other = make_result("plain", ranks={p: {q: None for q in qs} for p, qs in parts.items()}, suite=f"s{EVIL_IMG}")
     other["suite"]["synthetic"] = False
@@ -113,19 +125,24 @@ def test_names_parameters_parts_and_published_text_are_only_ever_escaped(tmp_pat
         assert not [(t, a) for t, a in parsed.tags for key in a if key.startswith("on")]  # no event handlers
         scripts = [a for t, a in parsed.tags if t == "script"]
         assert all("src" not in a for a in scripts)
-        if name == INDEX:
-            assert not scripts
-            assert html.escape(f"s{EVIL_IMG}") in page
-            continue
         # one data block and the page's own script: a name cannot open or close another
         assert [a.get("type") for a in scripts] == ["application/json", None]
         assert "</script" not in parsed.scripts[0] and "<" not in parsed.scripts[0]
         (data,) = board_data(page)
         texts = " ".join(row["text"] for row in data["rows"])
         assert EVIL_SCRIPT in texts and EVIL_IMG in texts  # read back as written
+        if name == INDEX:
+            assert html.escape(f"s{EVIL_IMG}") in page and {row["suite"] for row in data["rows"]} == {f"=s{EVIL_IMG}"}
+            assert f'<option value="{html.escape(f"=s{EVIL_IMG}")}">{html.escape(f"s{EVIL_IMG}")}</option>' in page
+            assert html.escape(f"r{EVIL_SCRIPT}") in page and html.escape(f"v{EVIL_IMG}") in page
+            continue
         for text in (f"r{EVIL_SCRIPT}", EVIL_SCRIPT + EVIL_IMG, f"part{EVIL_SCRIPT}", f"p{EVIL_IMG}", f"S{EVIL_SCRIPT}", f"v{EVIL_IMG}", f"rr{EVIL_IMG}"):
             assert html.escape(text) in page, text
         assert "published" in page and html.escape(f"Someone {EVIL_IMG}") in page  # the text, without its link
+        # the questions won and lost, by part/id, escaped like every other text
+        won = html.escape(f"won 2: part{EVIL_SCRIPT}/q{EVIL_SCRIPT}, p{EVIL_IMG}/q{EVIL_IMG}")
+        assert f"<li>top-1: {won}; lost 0</li>" in page
+        assert f"<li>top-5: {won}; lost 1: {html.escape(f'part{EVIL_SCRIPT}/q2')}</li>" in page
     assert not re.search(r"[^A-Za-z0-9_.-]", "".join(page_names([f"s{EVIL_IMG}", "../x", "index", "a b", "a_b"]).values()).replace(".html", ""))
 
 
@@ -222,10 +239,10 @@ def test_the_page_shows_rows_intervals_tiers_plots_and_parts(committed_board):
     # the markdown's numbers, cell for cell: bm25's top-20 "83.83 (81.6–85.9)" is "83.83" and "[81.6–85.9]"
     bm25 = next(row for row in cells((committed_board / "README.md").read_text(), raw=True) if row[0] == "bm25")
     value, interval = bm25[2 + section.ks.index(20)].replace("*", "").split(" ", 1)
-    entry = re.search(r'<tbody class="entry" data-row="\d+"><tr><td data-sort="bm25">.*?</tbody>', page, re.S).group()
+    entry = re.search(r'<tbody class="entry" data-row="\d+" id="s0-r\d+"><tr><td data-sort="bm25">.*?</tbody>', page, re.S).group()
     assert value in entry and "[" + interval.strip("()") + "]" in entry
     # the best row: every cutoff in the tier, marked and explained
-    best = re.search(r'<tbody class="entry" data-row="0">.*?</tbody>', page, re.S).group()
+    best = re.search(r'<tbody class="entry" data-row="0" id="s0-r0">.*?</tbody>', page, re.S).group()
     assert best.count('class="num tier-best"') == len(section.ks) and TIER_NOTE in page
     assert 'class="synthetic-banner"' in page and "SYNTHETIC" in page
     assert page.count("<svg") == 2 and "<?xml" not in page and "<!DOCTYPE svg" not in page
@@ -307,6 +324,64 @@ def test_a_malformed_cost_or_first_stage_is_a_one_line_error(tmp_path):
         read_results(tmp_path)
 
 
+def test_the_index_is_one_filterable_table_of_every_suites_rows(tmp_path):
+    """Two suites with other cutoffs: the index's table holds all their rows (each linking to its
+    row on its suite's page), every cutoff either reports (– where one does not), no tier marks,
+    and a suite box beside the others."""
+    docs = [make_result("bm25", ranks=ranks([1, 0, 1, 1]), depth=20, k=[1, 20], suite="nq"),
+            make_result("dpr", ranks=ranks([1, 1, 1, 1]), depth=20, k=[1, 20], suite="nq"),
+            make_result("bm25", ranks=ranks([0, 0, 1]), depth=5, k=[1, 5], suite="tq")]
+    board, pages = board_of(tmp_path, docs)
+    index = pages[INDEX]
+    assert_self_contained(index)
+    (data,) = board_data(index)
+    assert [(row["suite"], row["retriever"]) for row in data["rows"]] == [("=nq", "=dpr"), ("=nq", "=bm25"), ("=tq", "=bm25")]
+    parsed = Tags(index)
+    suite_box = re.search(r'<select data-field="suite">(.*?)</select>', index).group(1)
+    assert re.findall(r'<option value="([^"]*)">', suite_box) == ["", "=nq", "=tq"]
+    assert [a["data-field"] for t, a in parsed.tags if t == "select"] == ["suite", "retriever", "variant", "reranker", "seed"]
+    headers = re.findall(r'<button type="button" class="sort">([^<]*)</button>', index)
+    assert headers == ["configuration", "suite", "retriever", "variant", "re-ranker", "seeds", "top-1", "top-5", "top-20"]
+    assert index.count('<tbody class="entry"') == 3 and "3 of 3 rows shown" in index
+    links = [a["href"] for t, a in parsed.tags if t == "a" and a.get("class") == "label"]
+    assert links == ["nq.html#s0-r0", "nq.html#s0-r1", "tq.html#s0-r0"]
+    for link in links:
+        name, anchor = link.split("#")
+        assert f'id="{anchor}"' in pages[name]
+    # tq reports no top-20 and nq no top-5; tiers are left to the suite pages
+    tq = re.search(r'<tbody class="entry" data-row="2">.*?</tbody>', index, re.S).group()
+    assert tq.count('<td class="num" data-sort="">–</td>') == 1 and "33.33" in tq
+    assert "tier-best" not in re.search(r'<table class="rows">.*</table>', index, re.S).group()
+    assert "tier-best" in pages["nq.html"]
+
+
+def test_the_seed_box_filters_by_training_seed(tmp_path):
+    """A row's seed values are its checkpoints' training seeds (training.seed); a row over two
+    training seeds matches both; untrained rows (a plain ``seed`` parameter too) have none."""
+    def trained(seed, hits, created):
+        return make_result("trained", params={"variant": "dpr", "training": {"variant": "dpr", "data": ["d (sha256:1)"], "seed": seed}},
+                           ranks=ranks(hits), depth=20, k=[1, 20], suite="nq", created=created)
+
+    docs = [trained(1, [1, 0, 1, 0], "2026-01-01T00:00:00Z"), trained(2, [1, 1, 1, 0], "2026-01-02T00:00:00Z"),
+            make_result("other", params={"variant": "qsft", "training": {"variant": "qsft", "data": ["d"], "seed": 3}},
+                        ranks=ranks([1, 1, 0, 0]), depth=20, k=[1, 20], suite="nq"),
+            make_result("plain", params={"seed": 5}, ranks=ranks([0, 1, 0, 0]), depth=20, k=[1, 20], suite="nq")]
+    (section,), pages = board_of(tmp_path, docs)
+    rows = {row.retriever: row for row in section.rows}
+    assert (rows["trained"].seeds, rows["trained"].training_seeds) == (2, (1, 2))
+    assert rows["other"].training_seeds == (3,) and rows["plain"].training_seeds == ()
+    for name in ("nq.html", INDEX):
+        page = pages[name]
+        box = re.search(r'<label>training seed <select data-field="seed">(.*?)</select>', page).group(1)
+        assert re.findall(r'<option value="([^"]*)">([^<]*)</option>', box) == [
+            ("", "all"), ("=1", "1"), ("=2", "2"), ("=3", "3"), ("!", "none")]
+        (data,) = board_data(page)
+        assert {row["retriever"]: row["seed"] for row in data["rows"]} == {
+            "=trained": ["=1", "=2"], "=other": ["=3"], "=plain": ["!"]}
+        assert "training seeds 1, 2</small>" in page and "training seed 3</small>" in page
+    assert 'select data-field="seeds"' not in pages["nq.html"]
+
+
 # --- (f) in a headless browser ----------------------------------------------------------------
 
 CHROMIUM_ARGS = [
@@ -320,7 +395,21 @@ def _chromium() -> str | None:
     return str(found) if found.is_file() else shutil.which("chromium")
 
 
-def test_the_board_in_a_headless_browser(committed_board, tmp_path):
+def keep_artifact(path: Path) -> Path | None:
+    """A copy of ``path`` in the folder :data:`ARTIFACTS_ENV` names (made when missing), or None
+    when it names none: pytest's ``tmp_path`` is not kept after a run."""
+    folder = os.environ.get(ARTIFACTS_ENV)
+    if not folder:
+        return None
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, target / path.name)
+    return target / path.name
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A headless Chromium context (Debian's chromium driven by playwright), or a skip."""
     executable = _chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -328,67 +417,144 @@ def test_the_board_in_a_headless_browser(committed_board, tmp_path):
         sync_playwright = None
     if executable is None or sync_playwright is None:
         pytest.skip("no headless browser: install Debian's chromium and the playwright package (CI does)")
-    (section,) = sections(read_results(committed_board / "results"))
-    top20 = section.ks.index(20)
-    column = 5 + top20  # label, retriever, variant, re-ranker, seeds, then the cutoffs
-    url = (committed_board / "html" / "demo.html").as_uri()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=executable, args=CHROMIUM_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000},
         )
         try:
-            page = context.new_page()
-            page.set_default_timeout(30_000)
-            errors, requests = [], []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(url)
-            entries = page.locator("section#s0 table.rows > tbody.entry")
-            visible = page.locator("section#s0 table.rows > tbody.entry:visible")
-            assert visible.count() == len(section.rows) == entries.count()
-
-            def shown_values() -> list[float]:
-                return [float(v) for v in visible.evaluate_all(
-                    f"bodies => bodies.map(b => b.rows[0].cells[{column}].getAttribute('data-sort'))")]
-
-            header = page.locator("section#s0 thead th").nth(column)
-            header.locator("button").click()
-            assert header.get_attribute("aria-sort") == "descending"
-            assert shown_values() == sorted(shown_values(), reverse=True)
-            header.locator("button").click()
-            assert header.get_attribute("aria-sort") == "ascending"
-            assert shown_values() == sorted(shown_values())
-            # an interval is visible in a cell, the best row carries the tier mark
-            bm25 = next(row for row in section.rows if row.label == "bm25").cells[top20]
-            interval = f"[{100 * bm25.low:.1f}–{100 * bm25.high:.1f}]"
-            assert page.get_by_text(interval, exact=True).first.is_visible()
-            best = page.locator("section#s0 tbody.entry[data-row='0'] td.tier-best")
-            assert best.count() == len(section.ks) and "McNemar" in best.first.get_attribute("title")
-            # typing in the filter hides rows that do not match; the variant box narrows further
-            page.locator("section#s0 input.filter-text").fill("bm25")
-            expected = sum(
-                "bm25" in " ".join([r.label, r.retriever, r.variant or "", r.reranker or "", r.all_parameters, *r.training_data]).lower()
-                for r in section.rows
-            )
-            assert 0 < visible.count() == expected < len(section.rows)
-            page.locator("section#s0 input.filter-text").fill("")
-            variant = next(row.variant for row in section.rows if row.variant)
-            page.locator("section#s0 select[data-field='variant']").select_option(f"={variant}")
-            assert visible.count() == sum(row.variant == variant for row in section.rows)
-            page.locator("section#s0 select[data-field='variant']").select_option("")
-            assert visible.count() == len(section.rows)
-            # a row opens into its parts
-            drill = page.locator("section#s0 tbody.entry[data-row='0'] tr.drill")
-            assert not drill.is_visible()
-            page.locator("section#s0 tbody.entry[data-row='0'] button.expand").click()
-            assert drill.is_visible() and drill.locator("table.parts").first.is_visible()
-            first_part = section.parts[0]
-            assert drill.get_by_text(first_part, exact=True).first.is_visible()
-            screenshot = tmp_path / "board.png"
-            page.screenshot(path=str(screenshot), full_page=False)
-            print(f"screenshot: {screenshot}")
-            assert not errors
-            assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
+            yield context
         finally:
             context.close()
+
+
+class Watched:
+    """A page of ``context`` whose script errors and requests are recorded."""
+
+    def __init__(self, context):
+        self.page = context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("request", lambda request: self.requests.append(request.url))
+
+    def screenshot(self, path: Path) -> None:
+        """A screenshot at ``path``, kept in the artifacts folder too (:func:`keep_artifact`)."""
+        self.page.screenshot(path=str(path), full_page=False)
+        kept = keep_artifact(path)
+        print(f"screenshot: {path}" + (f" (kept as {kept})" if kept else ""))
+
+    def assert_clean(self) -> None:
+        assert not self.errors
+        assert all(u.startswith(("file:", "data:", "about:")) for u in self.requests), self.requests
+
+
+def test_the_board_in_a_headless_browser(browser, committed_board, tmp_path):
+    (section,) = sections(read_results(committed_board / "results"))
+    top20 = section.ks.index(20)
+    column = 5 + top20  # label, retriever, variant, re-ranker, seeds, then the cutoffs
+    url = (committed_board / "html" / "demo.html").as_uri()
+    watched = Watched(browser)
+    page = watched.page
+    page.goto(url)
+    entries = page.locator("section#s0 table.rows > tbody.entry")
+    visible = page.locator("section#s0 table.rows > tbody.entry:visible")
+    assert visible.count() == len(section.rows) == entries.count()
+
+    def shown_values() -> list[float]:
+        return [float(v) for v in visible.evaluate_all(
+            f"bodies => bodies.map(b => b.rows[0].cells[{column}].getAttribute('data-sort'))")]
+
+    header = page.locator("section#s0 thead th").nth(column)
+    header.locator("button").click()
+    assert header.get_attribute("aria-sort") == "descending"
+    assert shown_values() == sorted(shown_values(), reverse=True)
+    header.locator("button").click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    assert shown_values() == sorted(shown_values())
+    # an interval is visible in a cell, the best row carries the tier mark
+    bm25 = next(row for row in section.rows if row.label == "bm25").cells[top20]
+    interval = f"[{100 * bm25.low:.1f}–{100 * bm25.high:.1f}]"
+    assert page.get_by_text(interval, exact=True).first.is_visible()
+    best = page.locator("section#s0 tbody.entry[data-row='0'] td.tier-best")
+    assert best.count() == len(section.ks) and "McNemar" in best.first.get_attribute("title")
+    # typing in the filter hides rows that do not match; the variant box narrows further
+    page.locator("section#s0 input.filter-text").fill("bm25")
+    expected = sum(
+        "bm25" in " ".join([r.label, r.retriever, r.variant or "", r.reranker or "", r.all_parameters, *r.training_data]).lower()
+        for r in section.rows
+    )
+    assert 0 < visible.count() == expected < len(section.rows)
+    page.locator("section#s0 input.filter-text").fill("")
+    variant = next(row.variant for row in section.rows if row.variant)
+    page.locator("section#s0 select[data-field='variant']").select_option(f"={variant}")
+    assert visible.count() == sum(row.variant == variant for row in section.rows)
+    page.locator("section#s0 select[data-field='variant']").select_option("")
+    assert visible.count() == len(section.rows)
+    # the training seed box: the rows trained with that seed; "none" the others
+    seed = next(row.training_seeds[0] for row in section.rows if row.training_seeds)
+    page.locator("section#s0 select[data-field='seed']").select_option(f"={seed}")
+    assert 0 < visible.count() == sum(seed in row.training_seeds for row in section.rows) < len(section.rows)
+    page.locator("section#s0 select[data-field='seed']").select_option("!")
+    assert visible.count() == sum(not row.training_seeds for row in section.rows)
+    page.locator("section#s0 select[data-field='seed']").select_option("")
+    # a row opens into its parts
+    drill = page.locator("section#s0 tbody.entry[data-row='0'] tr.drill")
+    assert not drill.is_visible()
+    page.locator("section#s0 tbody.entry[data-row='0'] button.expand").click()
+    assert drill.is_visible() and drill.locator("table.parts").first.is_visible()
+    first_part = section.parts[0]
+    assert drill.get_by_text(first_part, exact=True).first.is_visible()
+    watched.screenshot(tmp_path / "board-demo.png")
+    watched.assert_clean()
+
+
+def test_the_index_in_a_headless_browser(browser, committed_board, tmp_path):
+    """The committed results and a second suite: the index's suite box shows one suite's rows, the
+    other boxes narrow them, and a configuration's link opens its row on the suite's page."""
+    from harness.results.html import sync_html_dir
+
+    shutil.copytree(committed_board / "results", tmp_path / "results")
+    extra = [make_result(name, ranks=ranks(h), depth=20, k=[1, 20], suite="other")
+             for name, h in (("bm25", [1, 0, 1]), ("late", [1, 1, 0]))]
+    board, pages = board_of(tmp_path, extra)
+    sync_html_dir(pages, tmp_path / "html", check=False)
+    counts = {section.suite: len(section.rows) for section in board}
+    assert sorted(counts) == ["demo", "other"]
+    watched = Watched(browser)
+    page = watched.page
+    page.goto((tmp_path / "html" / INDEX).as_uri())
+    visible = page.locator("section#all table.rows > tbody.entry:visible")
+    shown = page.locator("section#all .shown")
+    total = sum(counts.values())
+    assert visible.count() == total and shown.text_content() == f"{total} of {total} rows shown"
+    suite_box = page.locator("section#all select[data-field='suite']")
+    suite_box.select_option("=other")
+    assert visible.count() == 2 and shown.text_content() == f"2 of {total} rows shown"
+    assert sorted(visible.locator("a.label").all_text_contents()) == ["bm25", "late"]
+    # boxes combine: bm25 of the suite other only
+    page.locator("section#all select[data-field='retriever']").select_option("=bm25")
+    assert visible.count() == 1
+    page.locator("section#all select[data-field='retriever']").select_option("")
+    suite_box.select_option("=demo")
+    assert visible.count() == counts["demo"]
+    (demo,) = [section for section in board if section.suite == "demo"]
+    page.locator("section#all select[data-field='seed']").select_option("!")
+    assert visible.count() == sum(not row.training_seeds for row in demo.rows)
+    page.locator("section#all select[data-field='seed']").select_option("")
+    suite_box.select_option("")
+    assert visible.count() == total
+    # sorting the whole table by top-20, then a link to a row on its suite's page
+    column = 6 + [k for k in sorted({k for s in board for k in s.ks})].index(20)
+    page.locator("section#all thead th").nth(column).locator("button").click()
+    values = [float(v) for v in visible.evaluate_all(
+        f"bodies => bodies.map(b => b.rows[0].cells[{column}].getAttribute('data-sort'))")]
+    assert values == sorted(values, reverse=True)
+    watched.screenshot(tmp_path / "board-index.png")
+    suite_box.select_option("=other")
+    visible.first.locator("a.label").click()
+    page.wait_for_load_state()
+    assert re.search(r"/other\.html#s0-r\d$", page.url)
+    assert page.locator(f"#{page.url.rsplit('#', 1)[1]}").is_visible()
+    watched.assert_clean()

@@ -1,25 +1,30 @@
 """The HTML board: the leaderboard's sections (:func:`harness.results.leaderboard.sections`) as
 static pages that need no network to view.
 
-:func:`render_html` gives ``index.html`` (one line per suite and question set: questions, rows,
-the best top-20) and one page per suite (:func:`page_names`). A suite's page shows, per question
-set, a table of its rows: each top-k value (percent, macro average over parts) with its 95%
-bootstrap interval in brackets (a row over seeds: mean ± standard deviation), the cells of the
-best row and of every row not significantly different from it (exact McNemar against the best,
-Holm over the section, alpha 0.05) in bold with the class ``tier-best``, published rows marked
-``published`` with their source, and, when some row has them, a re-rank ceiling (the first
-stage's top-N at the re-ranking depth N) and a cost column. Columns sort by a click on their
-header (numbers by value, each ``td``'s ``data-sort``; a second click reverses), a text box and
-select boxes filter the rows, and each row opens into its per-part top-k (and seen/unseen part
-averages where some rows were trained on some parts), every parameter and its result files.
-The suite's plots follow as inline SVG.
+:func:`render_html` gives ``index.html`` and one page per suite (:func:`page_names`). The index
+lists each suite and question set (questions, rows, the best top-20, a link to its page), then one
+table of every suite's rows (each top-k with its interval, the configuration linking to its row on
+its suite's page; published rows stay on the suite pages) that sorts and filters like a suite's
+table, with a suite filter besides. A suite's page shows, per question set, a table of its rows:
+each top-k value (percent, macro average over parts) with its 95% bootstrap interval in brackets (a
+row over seeds: mean ± standard deviation), the cells of the best row and of every row not
+significantly different from it (exact McNemar against the best, Holm over the section, alpha 0.05)
+in bold with the class ``tier-best``, published rows marked ``published`` with their source, and,
+when some row has them, a re-rank ceiling (the first stage's top-N at the re-ranking depth N) and a
+cost column. Columns sort by a click on their header (numbers by value, each ``td``'s
+``data-sort``; a second click reverses), a text box and select boxes filter the rows (retriever,
+variant, re-ranker, and training seed: the seeds a row's checkpoints were trained with,
+:func:`~harness.results.leaderboard.training_seeds`; a row over several seeds matches each of
+them), and each row opens into its per-part top-k (and seen/unseen part averages where some rows
+were trained on some parts), a re-ranked row's questions won and lost against its first stage,
+every parameter and its result files. The suite's plots follow as inline SVG.
 
 Pages are self-contained: CSS and script are inline and a Content-Security-Policy forbids loading
-anything. Every text from a result file, a name, a parameter, a part or a published table is
-written through :func:`html.escape` (attributes double-quoted); data for the script is JSON with
-``<``, ``>``, ``&``, U+2028 and U+2029 escaped, so no text can end the script element; links are
-http(s) or relative only (:func:`~harness.results.report.link_target`). The same sections and
-plots give the same bytes: no dates, sorted choices, ids from positions.
+anything. Every text from a result file, a name, a parameter, a part, a question id or a published
+table is written through :func:`_e` (:func:`html.escape`, attributes double-quoted); data for the
+script is JSON with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, so no text can end the script
+element; links are http(s) or relative only (:func:`~harness.results.report.link_target`). The same
+sections and plots give the same bytes: no dates, sorted choices, ids from positions.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.ceiling import Ceiling, question_list
 from harness.analysis.stats import format_p
 from harness.results.leaderboard import RESAMPLES, BoardCell, BoardRow, PublishedEntry, Section
 from harness.results.report import link_target, one_line
@@ -47,6 +53,8 @@ _SLUG_MAX = 60
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 #: Values of the filter boxes: ``=VALUE`` a value, ``!`` none, ``~published`` a published row.
 _NONE, _PUBLISHED, _OTHER = "!", "~published", "~"
+#: How many ids of each list of questions won or lost a row's details show before "… and N more".
+IDS_IN_HTML = 50
 
 _CSS = """
 :root { --muted: #57606a; --line: #d0d7de; --tier: #fff1b8; --warn: #a00000; }
@@ -68,7 +76,7 @@ td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: t
 th button.sort { font: inherit; font-weight: 600; background: none; border: 0; padding: 0; cursor: pointer; color: inherit; }
 th[aria-sort="descending"] button.sort::after { content: " \\25BC"; }
 th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; }
-.ci, .sd, .ceiling-depth { display: block; color: var(--muted); font-size: .8em; }
+.ci, .sd, .ceiling-depth, .seed-values { display: block; color: var(--muted); font-size: .8em; }
 .tier-best { background: var(--tier); font-weight: 700; }
 td.tier-best .ci { font-weight: 400; }
 .params { color: var(--muted); font-size: .8em; max-width: 34rem; overflow-wrap: anywhere; }
@@ -76,6 +84,7 @@ tbody.published td { background: #f6f8fa; }
 tr.drill > td { background: #fbfbfc; padding: .6rem 1rem; }
 table.parts th, table.parts td { padding: .1rem .6rem; border-bottom: 1px solid #eaeef2; }
 table.parts caption { text-align: left; font-weight: 600; padding: .3rem 0; }
+ul.questions { margin: .2rem 0 .6rem; padding-left: 1.2rem; max-width: 70rem; overflow-wrap: anywhere; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; max-width: 70rem; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
@@ -131,7 +140,8 @@ _SCRIPT = """
       entries.forEach(function (body) {
         var row = data.rows[order(body)];
         var ok = (!query || row.text.toLowerCase().indexOf(query) !== -1) && selects.every(function (select) {
-          return select.value === "" || row[select.getAttribute("data-field")] === select.value;
+          var value = row[select.getAttribute("data-field")];
+          return select.value === "" || (Array.isArray(value) ? value.indexOf(select.value) !== -1 : value === select.value);
         });
         body.hidden = !ok;
         if (ok) { count += 1; }
@@ -247,8 +257,6 @@ def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
     for section in sections:
         position = seen[section.suite] = seen.get(section.suite, -1) + 1
         anchor = names[section.suite] + (f"#s{position}" if len(section.question_sets) > 1 else "")
-        mark = ' <span class="synthetic-mark">SYNTHETIC</span>' if section.synthetic else ""
-        questions = f" (question set {_e(_short(section.question_set))})" if len(section.question_sets) > 1 else ""
         best = _best(section)
         shown = "–"
         if best is not None:
@@ -257,7 +265,7 @@ def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
             shown = f'{prefix}{_pct(value)} <span class="params">{_e(row.label)}</span>'
         published = f" (+{len(section.published)} published)" if section.published else ""
         lines.append(
-            f'<tr><td><a href="{_e(anchor)}">{_e(section.suite)}</a>{questions}{mark}</td>'
+            f'<tr><td><a href="{_e(anchor)}">{_e(section.suite)}</a>{_suite_note(section)}</td>'
             f'<td class="num">{section.questions}</td><td class="num">{len(section.rows)}{published}</td><td>{shown}</td></tr>'
         )
     body = (
@@ -272,8 +280,62 @@ def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
         body += (
             '<table class="index"><thead><tr><th>suite</th><th class="num">questions</th><th class="num">rows</th>'
             "<th>best top-20</th></tr></thead>\n<tbody>\n" + "\n".join(lines) + "\n</tbody></table>\n"
+            + _all_rows(sections, names)
         )
-    return _document("Leaderboard", body + "</main>\n", script=False)
+    return _document("Leaderboard", body + "</main>\n", script=bool(lines))
+
+
+def _suite_note(section: Section) -> str:
+    """After a suite's name: its question set when the suite has several, and the SYNTHETIC mark."""
+    questions = f" (question set {_e(_short(section.question_set))})" if len(section.question_sets) > 1 else ""
+    mark = ' <span class="synthetic-mark">SYNTHETIC</span>' if section.synthetic else ""
+    return questions + mark
+
+
+def _all_rows(sections: Sequence[Section], names: Mapping[str, str]) -> str:
+    """The index's table of every suite's rows: configuration (a link to its row on its suite's
+    page), suite, retriever, variant, re-ranker, seeds and each cutoff any suite reports (``–``
+    where a suite does not), sortable and filterable like a suite's table, with a suite filter."""
+    ks = sorted({k for section in sections for k in section.ks})
+    columns = [("configuration", "text"), ("suite", "text"), ("retriever", "text"), ("variant", "text"),
+               ("re-ranker", "text"), ("seeds", "number")] + [(f"top-{k}", "number") for k in ks]
+    bodies: list[str] = []
+    data: list[dict[str, Any]] = []
+    rows: list[BoardRow] = []
+    suites: list[str] = []
+    seen: dict[str, int] = {}
+    for section in sections:
+        position = seen[section.suite] = seen.get(section.suite, -1) + 1
+        for i, row in enumerate(section.rows):
+            anchor = f"{names[section.suite]}#s{position}-r{i}"
+            by_k = {cell.k: cell for cell in row.cells}
+            cells = [
+                f'<td data-sort="{_e(row.label)}"><a class="label" href="{_e(anchor)}">{_e(row.label)}</a>'
+                f'<div class="params">{_e(row.parameters)}</div></td>',
+                f'<td data-sort="{_e(section.suite)}">{_e(section.suite)}{_suite_note(section)}</td>',
+                _text_td(row.retriever), _text_td(row.variant), _text_td(row.reranker), _seeds_td(row),
+            ]
+            cells += [_value_td(by_k[k], tier=False) if k in by_k else '<td class="num" data-sort="">–</td>' for k in ks]
+            bodies.append(f'<tbody class="entry" data-row="{len(bodies)}"><tr>{"".join(cells)}</tr></tbody>')
+            entry = _row_data(row)
+            data.append({**entry, "text": one_line(f"{section.suite} {entry['text']}"), "suite": _choice(section.suite)})
+            rows.append(row)
+            suites.append(section.suite)
+    head = "".join(_header_cell(name, kind) for name, kind in columns)
+    selects = [("suite", "suite", suites, ())] + _row_selects(rows)
+    return (
+        '<section class="board" id="all" aria-labelledby="all-h">\n<h2 id="all-h">All rows</h2>\n'
+        "<p class=\"legend\">Every suite's rows in one table: top-k accuracy in percent with its 95% bootstrap "
+        "interval (a row over seeds: mean ± standard deviation); – where a suite does not report that cutoff. "
+        "A configuration links to its row on its suite's page, which marks the best tier, shows published rows "
+        "and opens each row into its parts. Click a column header to sort; the boxes filter by suite, retriever, "
+        "variant, re-ranker and training seed.</p>\n"
+        + _filter_bar(selects, len(bodies))
+        + f'<div class="table-wrap"><table class="rows">\n<thead><tr>{head}</tr></thead>\n'
+        + "\n".join(bodies)
+        + f'\n</table></div>\n<script type="application/json" class="board-data">{script_json({"rows": data})}</script>\n'
+        "</section>\n"
+    )
 
 
 def _short(fingerprint: str) -> str:
@@ -330,7 +392,7 @@ def _section_html(section: Section, sid: str, output_dir: Path) -> str:
     detail += f"; {section.corpus}; {section.match} matching."
     columns = _columns(section)
     head = "".join(_header_cell(name, kind) for name, kind in columns)
-    bodies = [_row_html(row, section, f"{sid}-d{i}", i, columns, output_dir) for i, row in enumerate(section.rows)]
+    bodies = [_row_html(row, section, sid, i, columns, output_dir) for i, row in enumerate(section.rows)]
     bodies += [_published_html(entry, section, len(section.rows) + j, columns) for j, entry in enumerate(section.published)]
     data = {"rows": [_row_data(row) for row in section.rows] + [_published_data(e) for e in section.published]}
     return (
@@ -379,45 +441,79 @@ def _choice(value: str | None) -> str:
     return _NONE if not value else f"={value}"
 
 
-def _row_data(row: BoardRow) -> dict[str, str]:
+def _row_data(row: BoardRow) -> dict[str, Any]:
+    """What the filters read of a row: its text, and each box's value (``seed``: a list, one
+    entry per training seed; a row over several matches each)."""
     text = " ".join([row.label, row.retriever, row.variant or "", row.reranker or "", row.all_parameters, *row.training_data])
     return {
         "text": one_line(text), "retriever": _choice(row.retriever), "variant": _choice(row.variant),
-        "reranker": _choice(row.reranker), "seeds": _choice(str(row.seeds)),
+        "reranker": _choice(row.reranker), "seed": [_choice(str(seed)) for seed in row.training_seeds] or [_NONE],
     }
 
 
-def _published_data(entry: PublishedEntry) -> dict[str, str]:
+def _published_data(entry: PublishedEntry) -> dict[str, Any]:
     text = " ".join(["published", entry.system, entry.citation, entry.table, entry.note])
-    return {"text": one_line(text), "retriever": _PUBLISHED, "variant": _OTHER, "reranker": _OTHER, "seeds": _OTHER}
+    return {"text": one_line(text), "retriever": _PUBLISHED, "variant": _OTHER, "reranker": _OTHER, "seed": [_OTHER]}
 
 
-def _filters(section: Section, count: int) -> str:
-    def select(field: str, label: str, values: list[str | None], extra: Sequence[tuple[str, str]] = ()) -> str:
-        present = sorted({v for v in values if v}, key=lambda v: (len(v), v) if field == "seeds" else (v.lower(), v))
+#: A filter box: its row field, label, each row's value(s) (None: none) and extra options.
+_Select = tuple[str, str, Sequence[Any], Sequence[tuple[str, str]]]
+
+
+def _row_selects(rows: Sequence[BoardRow], published: Sequence[tuple[str, str]] = ()) -> list[_Select]:
+    """The boxes of a rows table: retriever, variant, re-ranker and training seed."""
+    return [
+        ("retriever", "retriever", [r.retriever for r in rows], published),
+        ("variant", "variant", [r.variant for r in rows], ()),
+        ("reranker", "re-ranker", [r.reranker for r in rows], ()),
+        ("seed", "training seed", [[str(seed) for seed in r.training_seeds] or None for r in rows], ()),
+    ]
+
+
+def _filter_bar(selects: Sequence[_Select], count: int) -> str:
+    """The text box, one select box per ``selects`` entry (``all``, each value present, ``none``
+    when some row has none, then the extra options) and the count of rows shown."""
+    def select(field: str, label: str, values: Sequence[Any], extra: Sequence[tuple[str, str]]) -> str:
+        flat = [v for value in values if value for v in (value if isinstance(value, list) else [value])]
+        if field == "seed":
+            present = sorted(set(flat), key=lambda v: (int(v), v))
+        else:
+            present = sorted(set(flat), key=lambda v: (v.lower(), v))
         options = [("", "all")] + [(f"={v}", v) for v in present]
         if any(not v for v in values):
             options.append((_NONE, "none"))
         options += list(extra)
         inner = "".join(f'<option value="{_e(value)}">{_e(text)}</option>' for value, text in options)
-        return f'<label>{label} <select data-field="{field}">{inner}</select></label>'
+        return f'<label>{_e(label)} <select data-field="{_e(field)}">{inner}</select></label>'
 
-    rows = section.rows
-    published = [(_PUBLISHED, "published rows")] if section.published else []
     return (
         '<div class="filters" role="search"><label>Filter <input type="search" class="filter-text" '
         'placeholder="name, parameter, source…" aria-label="filter rows"></label>'
-        + select("retriever", "retriever", [r.retriever for r in rows], published)
-        + select("variant", "variant", [r.variant for r in rows])
-        + select("reranker", "re-ranker", [r.reranker for r in rows])
-        + select("seeds", "seeds", [str(r.seeds) for r in rows])
+        + "".join(select(*entry) for entry in selects)
         + f'<span class="shown" aria-live="polite">{count} of {count} rows shown</span></div>\n'
     )
 
 
-def _value_td(cell: BoardCell) -> str:
+def _filters(section: Section, count: int) -> str:
+    published = [(_PUBLISHED, "published rows")] if section.published else []
+    return _filter_bar(_row_selects(section.rows, published), count)
+
+
+def _seeds_td(row: BoardRow) -> str:
+    """The seeds cell: how many results the row is over, and the seeds its checkpoints were
+    trained with (:attr:`BoardRow.training_seeds`) when it was trained."""
+    seeds = row.training_seeds
+    extra = ""
+    if seeds:
+        extra = (f'<small class="seed-values">training seed{"s" if len(seeds) > 1 else ""} '
+                 f'{_e(", ".join(str(seed) for seed in seeds))}</small>')
+    return f'<td class="num" data-sort="{row.seeds}">{row.seeds}{extra}</td>'
+
+
+def _value_td(cell: BoardCell, *, tier: bool = True) -> str:
     """A top-k cell: the value, then its interval (or ± the standard deviation over seeds); bold
-    with the class ``tier-best`` when the row is in the best tier at ``k``."""
+    with the class ``tier-best`` when the row is in the best tier at ``k`` (and ``tier``: the
+    index, whose table mixes suites, leaves the tiers to the suite pages)."""
     if cell.value is None:
         return '<td class="num" data-sort="">–</td>'
     if cell.std is not None:
@@ -425,7 +521,7 @@ def _value_td(cell: BoardCell) -> str:
     else:
         extra = f'<small class="ci" title="95% bootstrap interval">[{100 * cell.low:.1f}–{100 * cell.high:.1f}]</small>'
     sort = f"{100 * cell.value:.6f}"
-    if cell.tier:
+    if cell.tier and tier:
         return (
             f'<td class="num tier-best" data-sort="{sort}" title="top-{cell.k}: {_e(TIER_NOTE)}">'
             f"<strong>{_pct(cell.value)}</strong>{extra}</td>"
@@ -439,12 +535,13 @@ def _text_td(text: str | None, sort: str | None = None) -> str:
     return f'<td data-sort="{_e(sort if sort is not None else text)}">{_e(text)}</td>'
 
 
-def _row_html(row: BoardRow, section: Section, drill_id: str, i: int, columns: list[tuple[str, str]], output_dir: Path) -> str:
+def _row_html(row: BoardRow, section: Section, sid: str, i: int, columns: list[tuple[str, str]], output_dir: Path) -> str:
+    """A row's ``tbody`` (id ``SID-rI``, which the index links to) with its hidden details row."""
+    drill_id = f"{sid}-d{i}"
     cells = [
         f'<td data-sort="{_e(row.label)}"><span class="label">{_e(row.label)}</span>'
         f'<div class="params">{_e(row.parameters)}</div></td>',
-        _text_td(row.retriever), _text_td(row.variant), _text_td(row.reranker),
-        f'<td class="num" data-sort="{row.seeds}">{row.seeds}</td>',
+        _text_td(row.retriever), _text_td(row.variant), _text_td(row.reranker), _seeds_td(row),
     ]
     cells += [_value_td(cell) for cell in row.cells]
     names = [name for name, _ in columns]
@@ -456,7 +553,7 @@ def _row_html(row: BoardRow, section: Section, drill_id: str, i: int, columns: l
         f'<td><button type="button" class="expand" aria-expanded="false" aria-controls="{drill_id}">parts</button></td>'
     )
     return (
-        f'<tbody class="entry" data-row="{i}"><tr>{"".join(cells)}</tr>\n'
+        f'<tbody class="entry" data-row="{i}" id="{sid}-r{i}"><tr>{"".join(cells)}</tr>\n'
         f'<tr class="drill" id="{drill_id}" hidden><td colspan="{len(columns)}">{_drill(row, section, output_dir)}</td></tr></tbody>'
     )
 
@@ -513,7 +610,29 @@ def _ceiling_table(row: BoardRow) -> str:
         f"the first stage's top {c.depth}{' (first seed)' if row.seeds > 1 else ''}</caption><thead><tr><th>cutoff</th>"
         '<th class="num">first stage</th><th class="num">re-ranked</th><th class="num">change</th>'
         '<th class="num">wins / losses</th><th class="num">p (exact McNemar)</th></tr></thead>'
-        f"<tbody>{lines}</tbody></table>"
+        f"<tbody>{lines}</tbody></table>{_won_lost(c)}"
+    )
+
+
+def _won_lost(c: Ceiling) -> str:
+    """The questions a re-ranking won and lost at each cutoff with any (won at k: answered within k
+    after re-ranking and not by the first stage; lost: the other way round), the first
+    :data:`IDS_IN_HTML` ids of each (:func:`~harness.analysis.ceiling.question_list`)."""
+    def listed(what: str, questions: Sequence[tuple[str, str]]) -> str:
+        if not questions:
+            return f"{what} 0"
+        return f"{what} {len(questions)}: " + _e(question_list(questions, parts=len(c.parts), shown=IDS_IN_HTML))
+
+    items = "".join(
+        f"<li>top-{a.k}: {listed('won', a.won)}; {listed('lost', a.lost)}</li>" for a in c.at if a.won or a.lost
+    )
+    if not items:
+        return ""
+    named = "part/id" if len(c.parts) != 1 else "id"
+    return (
+        f'<p class="note">Questions won (answered within k only after re-ranking) and lost (only before), by {named}; '
+        f"the first {IDS_IN_HTML} of each (<code>harness compare --json</code> lists every one):</p>"
+        f'<ul class="questions">{items}</ul>'
     )
 
 

@@ -394,7 +394,8 @@ class BoardRow:
     ``trained_on``: the categories its training data held (``training.seen``); ``cost``: its
     first result's ``cost`` block (:mod:`harness.results.cost`), None without one; ``ceiling``: for a
     re-ranked row whose results record ``first_stage_ranks``, its :class:`~harness.analysis.ceiling.Ceiling`
-    (:func:`rerank_ceiling`)."""
+    (:func:`rerank_ceiling`); ``training_seeds``: the seeds its results' checkpoints were trained
+    with (:func:`training_seeds`), empty for a row not trained."""
 
     label: str
     retriever: str
@@ -410,6 +411,7 @@ class BoardRow:
     trained_on: frozenset[str]
     cost: Mapping[str, Any] | None
     ceiling: Ceiling | None
+    training_seeds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -521,8 +523,23 @@ def _board_row(row: _Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
         all_parameters=format_parameters(row.parameters) + _reranker_parameters(row.first),
         config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
         trained_on=_trained_on(row.parameters), cost=row.first.data.get("cost"),
-        ceiling=ceiling,
+        ceiling=ceiling, training_seeds=training_seeds(row.results),
     )
+
+
+def training_seeds(results: Sequence[Result]) -> tuple[int, ...]:
+    """The distinct training seeds of ``results``, ascending: each result's training record's
+    ``seed`` (:func:`~harness.results.labels.training_record` of its parameters: the ``seed`` that
+    ``harness train`` recorded for the checkpoint, which the trained retrievers copy into their
+    ``training`` parameters); a result without a training record, or whose record has no integer
+    seed, adds none."""
+    found = set()
+    for result in results:
+        training = training_record(result.parameters)
+        seed = training.get("seed") if training is not None else None
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            found.add(seed)
+    return tuple(sorted(found))
 
 
 def _training_data(parameters: Mapping[str, Any]) -> tuple[str, ...]:
