@@ -73,6 +73,7 @@ table { border-collapse: collapse; }
 table.rows th, table.rows td, table.index th, table.index td { border-bottom: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
 table.rows thead th { position: sticky; top: 0; background: #fff; }
 td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.cost { white-space: normal; min-width: 10rem; max-width: 15rem; }
 th button.sort { font: inherit; font-weight: 600; background: none; border: 0; padding: 0; cursor: pointer; color: inherit; }
 th[aria-sort="descending"] button.sort::after { content: " \\25BC"; }
 th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; }
@@ -681,7 +682,7 @@ def _cost_td(cost: Mapping[str, Any] | None) -> str:
         return '<td class="num" data-sort="">–</td>'
     key = cost.get("gpu_hours") if cost.get("gpu_hours") is not None else cost.get("seconds")
     sort = "" if key is None else f"{float(key):.6f}"
-    return f'<td class="num" data-sort="{sort}" title="{_e(cost_details(cost))}">{_e(cost_summary(cost))}</td>'
+    return f'<td class="num cost" data-sort="{sort}" title="{_e(cost_details(cost))}">{_e(cost_summary(cost))}</td>'
 
 
 def _drill(row: BoardRow, section: Section, output_dir: Path) -> str:
