@@ -81,9 +81,9 @@ def test_trained_results_are_labelled_by_variant_training_data_and_digest(tmp_pa
     # the committed demo results: every trained file its own label
     committed = read_results(COMMITTED)
     by_file = {r.path.name: result_label(r) for r in committed}
-    assert by_file["demo--trained--d8249d57.json"] == "trained: qsft on demo-train (d8249d57)"
-    assert by_file["demo--trained--ac50aadf.json"] == "trained: dpr on demo-train (ac50aadf)"
-    assert by_file["demo--specialised--e6be578e.json"] == "specialised on demo-train (e6be578e)"
+    assert by_file["demo--trained--32869a37.json"] == "trained: qsft on demo-train (32869a37)"
+    assert by_file["demo--trained--b757eac3.json"] == "trained: dpr on demo-train (b757eac3)"
+    assert by_file["demo--specialised--81a46bd0.json"] == "specialised on demo-train (81a46bd0)"
     assert by_file["demo--bm25--4566dfd2.json"] == "bm25"
     assert len(set(by_file.values())) == len(by_file)
     # training data: names without digests or folders, several joined

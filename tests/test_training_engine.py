@@ -160,13 +160,30 @@ def test_the_trained_retriever_runs_and_records_its_variant(tiny, data, tmp_path
         "world_size": 1, "per_device_batch": 4, "gradient_accumulation": 1, "global_batch": 4, "examples_per_step": 4}
 
 
+@pytest.mark.parametrize("given, message", [
+    ({"batch_size": 0}, "--batch-size must be an integer >= 1, got 0"),
+    ({"warmup_ratio": 1.5}, "--warmup-ratio must be a number from 0 to 1, got 1.5"),
+    ({"learning_rate": -1.0}, "--lr must be a number > 0, got -1.0"),
+])
+def test_settings_given_from_python_are_checked_by_their_declarations(tmp_path, given, message):
+    """What the command line's types refuse, settings made in Python are refused for, with the
+    same bounds and a one-line message naming the flag."""
+    from harness.errors import HarnessError
+    from harness_builtins.training.plan import resolve_settings
+
+    settings = resolve_settings(variant="dpr", given=given, data=[("demo-train", 1.0)], model="m", output=tmp_path)
+    with pytest.raises(HarnessError) as error:
+        settings.check()
+    assert str(error.value) == message
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         ({"--variant": "dpx"}, "did you mean 'dpr'"),
         ({"--data": "missing.json"}, "--data missing.json: no such file, and no training set or suite of that name"),
-        ({"--batch-size": "0"}, "--batch-size must be an integer >= 1, got 0"),
-        ({"--warmup-ratio": "1.5"}, "--warmup-ratio must be a number from 0 to 1, got 1.5"),
+        ({"--batch-size": "0"}, "Invalid value for '--batch-size': 0 is not in the range x>=1."),
+        ({"--warmup-ratio": "1.5"}, "Invalid value for '--warmup-ratio': 1.5 is not in the range 0<=x<=1."),
         ({"--hard-negatives": "3"}, "no training example has a positive and 3 hard negative(s)"),
         ({"-L": "lambda_qq=0.5"}, "loss 'dpr' has no option 'lambda_qq'"),
         ({"--data": "train.json:x"}, "the weight after ':' must be a number"),

@@ -38,6 +38,8 @@ def click_type(option) -> click.ParamType:
     """The command line's type for a setting, from its declaration (:data:`~harness_builtins.
     training.engine.SETTINGS`): its choices, or its type with its bounds, so a flag accepts what the
     setting does and the bounds are written once."""
+    if option.literals:
+        raise TypeError("a setting with literal words (e.g. 'auto') needs a command-line type that accepts them")
     if option.choices is not None:
         return click.Choice([str(c) for c in option.choices if c is not None])
     if option.type is int:
