@@ -355,6 +355,34 @@ def test_re_embedding_keeps_one_copy_of_this_runs_on_disk(tmp_path, monkeypatch)
     assert list(root.iterdir()) == [] and len(index) == 0
 
 
+def test_a_checkpoint_at_each_re_embedding_leaves_one_copy_between_them(tmp_path, monkeypatch):
+    """``refresh_every`` a multiple of ``save_steps`` (ART's defaults): each re-embedding is
+    followed by the checkpoint of its step (:meth:`pin`). While v2 is written, v1, which the last
+    checkpoint names, stays; once the checkpoint names v2, v1 is deleted: one copy between
+    re-embeddings (the start's v0, made by this run and named by no checkpoint, goes first)."""
+    from harness_builtins.dense import distributed
+    from test_training_inloop import make_index
+
+    root = tmp_path / "dense"
+    seen: list = []
+    monkeypatch.setattr(distributed, "encode_corpus_distributed", watch_disk(root, seen))
+    index = make_index(root)
+
+    def on_disk() -> list[str]:
+        return sorted(p.name for p in root.iterdir())
+
+    index.build(Versioned(0), step=0)
+    index.build(Versioned(1), step=1)
+    assert on_disk() == [folder_of(root, 1)]
+    index.pin()
+    index.build(Versioned(2), step=2)
+    assert on_disk() == sorted([folder_of(root, 1), folder_of(root, 2)])
+    assert all(set(e["folders"]) <= {folder_of(root, 1), folder_of(root, 2)} for e in seen if e["version"] == 2)
+    index.pin()
+    assert on_disk() == [folder_of(root, 2)]
+    index.discard()
+
+
 def test_a_starting_index_found_in_the_cache_stays(tmp_path, monkeypatch):
     """An earlier run made v0 (e.g. QSFT from the same model): this run reuses it, keeps it
     through its re-embeddings and after them; only its own mid-training copy exists besides."""

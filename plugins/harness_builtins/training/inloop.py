@@ -14,7 +14,9 @@ checkpoint searches it (:meth:`InLoopIndex.pin`: a resumed run must search the v
 checkpoint did, or it would not train what the uninterrupted run trained). So a run holds at most
 two copies of the corpus's embeddings that it made (30 GiB each at DPR's 21M passages): the one it
 searches and the one its newest checkpoint names, which is deleted when a newer checkpoint names
-another; besides a starting index it found in the cache:
+another (a checkpoint saved at the step of a re-embedding names the new one, so with
+``refresh_every`` a multiple of ``save_steps`` the second copy exists only while re-embedding);
+besides a starting index it found in the cache:
 
 - a frozen passage side (QSFT) always finds its own key again: its index is never replaced nor
   deleted, and stays in the cache for the next run over the same passage encoder;
