@@ -176,6 +176,28 @@ def test_option_values_out_of_range_are_one_line(tiny, data, tmp_path, capsys): 
     assert not (tmp_path / "x").exists()
 
 
+def test_a_checkpoint_holds_its_loss_sum_before_it_is_complete(tiny, data, tmp_path, monkeypatch):  # noqa: F811
+    """The trainer's state file, written last, makes a checkpoint complete (what ``--resume``
+    continues from): the summed losses are in the folder before it, so a run killed while saving
+    cannot leave a complete checkpoint whose resumed mean loss would miss the earlier steps."""
+    from transformers.trainer_callback import TrainerState
+
+    from harness_builtins.training.resume import LOSS_SUM_FILE
+
+    seen = []
+    original = TrainerState.save_to_json
+
+    def save_to_json(self, path):
+        folder = Path(path).parent
+        if folder.name.startswith("checkpoint-"):
+            seen.append((folder.name, (folder / LOSS_SUM_FILE).is_file()))
+        return original(self, path)
+
+    monkeypatch.setattr(TrainerState, "save_to_json", save_to_json)
+    assert train(tiny, data, tmp_path / "out", "dpr", "--save-steps", "1") == 0
+    assert seen == [("checkpoint-1", True), ("checkpoint-2", True), ("checkpoint-3", True)]
+
+
 def _parses(*args: str) -> bool:
     """Whether ``harness train``'s command line takes ``args`` (parsed only, nothing run)."""
     import click

@@ -37,7 +37,7 @@ from harness_builtins.training.data import Prepared
 from harness_builtins.training.distributed import group, rank, split
 from harness_builtins.training.plan import RUN_FILE, run_settings
 from harness_builtins.training.resume import (
-    LOSS_SUM_FILE, loss_before, mean_loss, restore_in_loop, resume_checkpoint, save_in_loop, truncate_log,
+    LOSS_SUM_FILE, loss_before, mean_loss, restore_in_loop, resume_checkpoint, truncate_log, write_in_loop_state,
 )
 from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
 from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
@@ -216,8 +216,14 @@ class InLoopCallback(TrainerCallback):
         if not restore_in_loop(self.resume_from, self.index, self.loss_module):  # after a resumed run's weights are loaded
             self.index.build(self.model, state.global_step)
 
+    def before_save(self, folder: Path) -> None:
+        """Called by :class:`HarnessTrainer` before the trainer writes a checkpoint's files."""
+        write_in_loop_state(folder, self.index, self.loss_module)
+
     def on_save(self, args, state, control, **kwargs):
-        save_in_loop(self.checkpoints / f"checkpoint-{state.global_step}", self.index, self.loss_module)
+        # the checkpoint is complete: the index it searches stays until a newer one's
+        if hasattr(self.index, "pin"):
+            self.index.pin()
 
     def on_step_end(self, args, state, control, **kwargs):
         every = self.refresh_every
@@ -252,11 +258,18 @@ class HarnessTrainer(SentenceTransformerTrainer):
         return super()._run_epoch(*args, **kwargs)
 
     def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
+        # What a resume reads beside the trainer's files goes into the folder first: the trainer
+        # writes its state last, and that file makes the checkpoint complete, so a run killed
+        # while saving leaves either a complete checkpoint with these or an incomplete one.
+        folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
         if self.is_world_process_zero():  # the summed step losses so far: a resumed run's mean covers every step
-            folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
             total = self.harness_loss_before + self._total_loss_scalar + float(self._tr_loss.item())
+            folder.mkdir(parents=True, exist_ok=True)
             write_text_atomic(folder / LOSS_SUM_FILE, json.dumps({"step": self.state.global_step, "loss_sum": total}))
+        for callback in self.callback_handler.callbacks:
+            if isinstance(callback, InLoopCallback):
+                callback.before_save(folder)
+        super()._save_checkpoint(model, trial)
 
     def get_batch_sampler(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
         return self.harness_batches

@@ -2,8 +2,8 @@
 
 - the summed step losses up to each checkpoint (:data:`LOSS_SUM_FILE`), so a resumed stage's
   mean loss covers every step (:func:`mean_loss`);
-- each process's in-loop state (:func:`save_in_loop` / :func:`restore_in_loop`): the index it
-  searches and the loss's counts;
+- each process's in-loop state (:func:`write_in_loop_state` / :func:`restore_in_loop`): the
+  index it searches and the loss's counts;
 - :func:`last_complete_checkpoint` finds the checkpoint ``--resume`` continues from: DDP's files
   (``optimizer.pt``) or FSDP's (``optimizer.bin``, ``optimizer_0/``, ``optimizer_0_rank*.bin``),
   and :func:`checkpoint_damage` refuses one that cannot be loaded;
@@ -65,15 +65,23 @@ def _in_loop_state_file(checkpoint: Path) -> Path:
     return checkpoint / f"in_loop_state-rank{rank()}.json"
 
 
+def write_in_loop_state(checkpoint: Path, index, loss_module) -> None:
+    """Into a checkpoint's folder (made if need be), this process's in-loop state: the index it
+    searches (and the builds so far) and the loss's counts, so that a resumed run goes on with the
+    same index, not one re-embedded by the checkpoint's weights, and counts every step once. The
+    trainer writes it before its own files: the trainer state, written last, makes a checkpoint
+    complete (:func:`last_complete_checkpoint`), so a complete checkpoint always has it."""
+    counts = {"skipped": int(loss_module.skipped), "seen": int(loss_module.seen)} if hasattr(loss_module, "skipped") else None
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(_in_loop_state_file(checkpoint), json.dumps({"index": index.state(), "counts": counts}) + "\n")
+
+
 def save_in_loop(checkpoint: Path, index, loss_module) -> None:
-    """Beside a checkpoint, this process's in-loop state: the index it searches (and the builds so
-    far) and the loss's counts, so that a resumed run goes on with the same index, not one
-    re-embedded by the checkpoint's weights, and counts every step once."""
-    if checkpoint.is_dir():
-        counts = {"skipped": int(loss_module.skipped), "seen": int(loss_module.seen)} if hasattr(loss_module, "skipped") else None
-        write_text_atomic(_in_loop_state_file(checkpoint), json.dumps({"index": index.state(), "counts": counts}) + "\n")
-        if hasattr(index, "pin"):
-            index.pin()  # the index this checkpoint searches stays until a newer checkpoint's
+    """:func:`write_in_loop_state`, then the index is pinned: the one this (now complete)
+    checkpoint searches stays until a newer checkpoint's."""
+    write_in_loop_state(checkpoint, index, loss_module)
+    if hasattr(index, "pin"):
+        index.pin()
 
 
 def restore_in_loop(checkpoint: Path | None, index, loss_module) -> bool:
