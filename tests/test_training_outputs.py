@@ -140,7 +140,7 @@ def test_removing_a_finished_stages_checkpoints_leaves_other_files(tmp_path):
 
 
 def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():
-    from harness_builtins.training.resume import LOSS_SUM_FILE, mean_loss
+    from harness_builtins.training.resume import LOSS_SUM_FILE, loss_sum, mean_loss
 
     import tempfile
 
@@ -153,6 +153,12 @@ def test_the_whole_runs_mean_loss_from_a_checkpoint_sum():
         (checkpoint / LOSS_SUM_FILE).write_text(json.dumps({"step": 3, "loss_sum": 12.0}))  # another checkpoint's
         assert mean_loss(2.0, 10, checkpoint) == (2.0, 6)
         assert mean_loss(1.5, 10, None) == (1.5, 10)
+        # the sum read when the run resumed counts, though the checkpoint was rotated away since
+        (checkpoint / LOSS_SUM_FILE).write_text(json.dumps({"step": 4, "loss_sum": 12.0}))
+        record = loss_sum(checkpoint)
+        shutil.rmtree(checkpoint)
+        assert mean_loss(2.0, 10, checkpoint) == (2.0, 6)
+        assert mean_loss(2.0, 10, checkpoint, record) == ((12.0 + 2.0 * 6) / 10, 10)
 
 
 def test_a_length_beyond_the_models_positions_is_refused_before_anything_is_written(tiny, data, tmp_path, capsys):  # noqa: F811

@@ -33,10 +33,23 @@ def _env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
+def _written(path: Path) -> bool:
+    """Whether ``path`` exists and, for a JSON file the trainer writes in place, parses whole."""
+    if not path.exists():
+        return False
+    if path.suffix != ".json":
+        return True
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def _kill_when(process: subprocess.Popen, path: Path, timeout: float = 300) -> None:
-    """SIGKILL ``process`` as soon as ``path`` exists (it must not end first)."""
+    """SIGKILL ``process`` as soon as ``path`` is written (it must not end first)."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not _written(path):
         assert process.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -242,7 +255,9 @@ def test_a_killed_art_run_resumes_with_the_index_it_was_searching(tiny, tmp_path
     env = {**_env(), "HARNESS_CACHE_DIR": str(tmp_path / "c2")}
     process = subprocess.Popen(HARNESS + art + ["--output", str(cut)], env=env)
     # checkpoint 3 comes between the embeddings of steps 2 and 4: the resumed run must search step 2's
-    _kill_when(process, cut / "checkpoints" / "checkpoint-3" / "in_loop_state-rank0.json")
+    # (the trainer state, written last, makes the checkpoint complete; the in-loop state is in it)
+    _kill_when(process, cut / "checkpoints" / "checkpoint-3" / "trainer_state.json")
+    assert (cut / "checkpoints" / "checkpoint-3" / "in_loop_state-rank0.json").is_file()
     assert subprocess.run(HARNESS + art + ["--output", str(cut), "--resume"], env=env).returncode == 0
     builds = {name: json.loads((run / "harness_training.json").read_text())["in_loop"]["builds"] for name, run in (("whole", whole), ("cut", cut))}
     assert [b["step"] for b in builds["whole"]] == [0, 2, 4, 6]

@@ -37,7 +37,7 @@ from harness_builtins.training.data import Prepared
 from harness_builtins.training.distributed import group, rank, split
 from harness_builtins.training.plan import RUN_FILE, run_settings
 from harness_builtins.training.resume import (
-    LOSS_SUM_FILE, loss_before, mean_loss, restore_in_loop, resume_checkpoint, truncate_log, write_in_loop_state,
+    LOSS_SUM_FILE, loss_sum, mean_loss, restore_in_loop, resume_checkpoint, truncate_log, write_in_loop_state,
 )
 from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
 from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
@@ -481,8 +481,9 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
     if index is not None:
         callbacks.append(InLoopCallback(index, loss_module, model, checkpoints, prepared.in_loop.refresh_every, resume_from))
     args = training_arguments(settings, recipe, [c for c in data if c != "index"], checkpoints)
+    before = loss_sum(resume_from)  # now: the checkpoint may be rotated away before training ends
     trainer = HarnessTrainer(model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks, batches=batches,
-                             loss_before=loss_before(resume_from))
+                             loss_before=before[1] if before else 0.0)
     for printing in (PrinterCallback, ProgressCallback):  # they print the logs on stdout: ConsoleCallback shows them on stderr
         trainer.remove_callback(printing)
     if resume_from is not None:
@@ -492,7 +493,7 @@ def fit(settings: TrainSettings, prepared: Prepared) -> Fitted:
             log_path.unlink()
         write_text_atomic(output / RUN_FILE, json.dumps(run_settings(settings), indent=1) + "\n")
     result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    train_loss, covered = mean_loss(getattr(result, "training_loss", None), trainer.state.global_step, resume_from)
+    train_loss, covered = mean_loss(getattr(result, "training_loss", None), trainer.state.global_step, resume_from, before)
     in_loop_record = _in_loop_record(prepared, index, loss_module)  # every process: a collective
     if index is not None:
         index.discard()

@@ -29,11 +29,14 @@ LOSS_SUM_FILE = "harness_loss_sum.json"
 
 def loss_before(checkpoint: Path | None) -> float:
     """The summed step losses up to ``checkpoint`` (0 without one, or when it recorded none)."""
-    record = _loss_sum(checkpoint)
+    record = loss_sum(checkpoint)
     return record[1] if record else 0.0
 
 
-def _loss_sum(checkpoint: Path | None) -> tuple[int, float] | None:
+def loss_sum(checkpoint: Path | None) -> tuple[int, float] | None:
+    """``(step, summed step losses)`` recorded beside ``checkpoint``, or ``None``. Read it when the
+    run resumes: the checkpoint itself may be deleted by the time the run ends (only the newest
+    ``--save-total-limit`` are kept)."""
     if checkpoint is None:
         return None
     try:
@@ -44,14 +47,20 @@ def _loss_sum(checkpoint: Path | None) -> tuple[int, float] | None:
     return (step, total) if step == int(checkpoint.name.split("-")[1]) else None
 
 
-def mean_loss(resumed_mean: float | None, steps: int, resume_from: Path | None) -> tuple[float | None, int]:
+_UNREAD = object()
+
+
+def mean_loss(resumed_mean: float | None, steps: int, resume_from: Path | None,
+              record: Any = _UNREAD) -> tuple[float | None, int]:
     """The mean step loss of the whole stage and the steps it covers. The trainer's own mean
     covers only the steps of this process's run; a resumed run adds the sum its checkpoint
-    recorded: ``(sum_before + mean_now x steps_now) / steps``. A checkpoint without that record
+    recorded (``record``, :func:`loss_sum` as read when the run resumed; read now when not
+    given): ``(sum_before + mean_now x steps_now) / steps``. A checkpoint without that record
     leaves the mean of the resumed steps, and says so by the steps it covers."""
     if resumed_mean is None or resume_from is None:
         return resumed_mean, steps
-    record = _loss_sum(resume_from)
+    if record is _UNREAD:
+        record = loss_sum(resume_from)
     start = int(resume_from.name.split("-")[1])
     if record is None:
         return resumed_mean, steps - start
