@@ -27,12 +27,6 @@ from harness_builtins.training.distributed import group, rank
 LOSS_SUM_FILE = "harness_loss_sum.json"
 
 
-def loss_before(checkpoint: Path | None) -> float:
-    """The summed step losses up to ``checkpoint`` (0 without one, or when it recorded none)."""
-    record = loss_sum(checkpoint)
-    return record[1] if record else 0.0
-
-
 def loss_sum(checkpoint: Path | None) -> tuple[int, float] | None:
     """``(step, summed step losses)`` recorded beside ``checkpoint``, or ``None``. Read it when the
     run resumes: the checkpoint itself may be deleted by the time the run ends (only the newest
