@@ -22,7 +22,8 @@ import pytest
 
 from harness.api import PublishedRow, PublishedTable
 from harness.cli.main import main
-from harness.results.html import INDEX, MANIFEST, TIER_NOTE, cost_summary, page_names, render_html, script_json
+from harness.results.html import INDEX, MANIFEST, TIER_NOTE, page_names, render_html, script_json
+from harness.results.html_cells import cost_summary
 from harness.results.leaderboard import rerank_ceiling, sections
 from harness.results.schema import read_results, write_result
 

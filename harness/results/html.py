@@ -24,7 +24,9 @@ anything. Every text from a result file, a name, a parameter, a part, a question
 table is written through :func:`_e` (:func:`html.escape`, attributes double-quoted); data for the
 script is JSON with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, so no text can end the script
 element; links are http(s) or relative only (:func:`~harness.results.report.link_target`). The same
-sections and plots give the same bytes: no dates, sorted choices, ids from positions.
+sections and plots give the same bytes: no dates, sorted choices, ids from positions. The inline
+style sheet, script and policy are :mod:`harness.results.html_assets`; the cost and re-rank
+ceiling cells :mod:`harness.results.html_cells`.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.ceiling import Ceiling, question_list
-from harness.analysis.stats import format_p
+from harness.results.html_assets import CSP, CSS, NOSCRIPT, SCRIPT
+from harness.results.html_cells import ceiling_table, ceiling_td, cost_details, cost_td
+from harness.results.html_cells import e as _e
+from harness.results.html_cells import pct as _pct
 from harness.results.leaderboard import RESAMPLES, BoardCell, BoardRow, PublishedEntry, Section
 from harness.results.report import link_target, one_line
 
@@ -49,121 +53,8 @@ TIER_NOTE = "best or not significantly different from the best: exact McNemar, H
 SYNTHETIC_NOTE = "generated data; these numbers are not comparable with any published benchmark"
 #: Longest suite slug before a digest replaces its tail.
 _SLUG_MAX = 60
-#: Nothing is loaded from anywhere: inline styles, scripts and SVG only.
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 #: Values of the filter boxes: ``=VALUE`` a value, ``!`` none, ``~published`` a published row.
 _NONE, _PUBLISHED, _OTHER = "!", "~published", "~"
-#: How many ids of each list of questions won or lost a row's details show before "… and N more".
-IDS_IN_HTML = 50
-
-_CSS = """
-:root { --muted: #57606a; --line: #d0d7de; --tier: #fff1b8; --warn: #a00000; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.5rem; color: #1f2328; }
-h1 { font-size: 1.6rem; margin: .2rem 0 .6rem; }
-h2 { font-size: 1.2rem; margin: 1.6rem 0 .4rem; }
-a { color: #0969da; }
-.synthetic-banner { background: var(--warn); color: #fff; padding: .5rem .8rem; border-radius: 4px; max-width: 70rem; }
-.synthetic-mark { background: var(--warn); color: #fff; font-size: .75em; font-weight: 600; padding: 0 .35em; border-radius: 3px; }
-.published-mark { background: #ddf4ff; color: #0550ae; font-size: .75em; font-weight: 600; padding: 0 .35em; border-radius: 3px; }
-.detail, .legend, .note { color: var(--muted); max-width: 70rem; }
-.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; margin: .8rem 0; }
-.filters input { min-width: 16rem; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; }
-table.rows th, table.rows td, table.index th, table.index td { border-bottom: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
-table.rows thead th { position: sticky; top: 0; background: #fff; }
-td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.cost { white-space: normal; min-width: 10rem; max-width: 15rem; }
-th button.sort { font: inherit; font-weight: 600; background: none; border: 0; padding: 0; cursor: pointer; color: inherit; }
-th[aria-sort="descending"] button.sort::after { content: " \\25BC"; }
-th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; }
-.ci, .sd, .ceiling-depth, .seed-values { display: block; color: var(--muted); font-size: .8em; }
-.tier-best { background: var(--tier); font-weight: 700; }
-td.tier-best .ci { font-weight: 400; }
-.params { color: var(--muted); font-size: .8em; max-width: 34rem; overflow-wrap: anywhere; }
-tbody.published td { background: #f6f8fa; }
-tr.drill > td { background: #fbfbfc; padding: .6rem 1rem; }
-table.parts th, table.parts td { padding: .1rem .6rem; border-bottom: 1px solid #eaeef2; }
-table.parts caption { text-align: left; font-weight: 600; padding: .3rem 0; }
-ul.questions { margin: .2rem 0 .6rem; padding-left: 1.2rem; max-width: 70rem; overflow-wrap: anywhere; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; max-width: 70rem; }
-dl.facts dt { color: var(--muted); }
-dl.facts dd { margin: 0; overflow-wrap: anywhere; }
-figure.plot { margin: 1rem 0; }
-figure.plot svg { max-width: 100%; height: auto; }
-[hidden] { display: none !important; }
-"""
-
-_NOSCRIPT = "<noscript><style>tr.drill[hidden] { display: table-row !important; } .filters, button.expand { display: none; }</style></noscript>"
-
-_SCRIPT = """
-(function () {
-  "use strict";
-  function sortKey(body, column, numeric) {
-    var cell = body.rows[0].cells[column];
-    var value = cell ? cell.getAttribute("data-sort") : "";
-    if (value === null) { value = cell.textContent; }
-    if (value === "") { return null; }
-    return numeric ? parseFloat(value) : value.toLowerCase();
-  }
-  function order(body) { return Number(body.getAttribute("data-row")); }
-  function setUp(section) {
-    var table = section.querySelector("table.rows");
-    var data = JSON.parse(section.querySelector("script.board-data").textContent);
-    var entries = Array.prototype.slice.call(table.tBodies);
-    var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
-    headers.forEach(function (th, column) {
-      var button = th.querySelector("button.sort");
-      if (!button) { return; }
-      button.addEventListener("click", function () {
-        var numeric = th.getAttribute("data-type") === "number";
-        var current = th.getAttribute("aria-sort");
-        var direction = current === "descending" ? "ascending" : current === "ascending" ? "descending"
-          : (numeric ? "descending" : "ascending");
-        headers.forEach(function (other) { if (other.hasAttribute("aria-sort")) { other.setAttribute("aria-sort", "none"); } });
-        th.setAttribute("aria-sort", direction);
-        var sign = direction === "ascending" ? 1 : -1;
-        entries.slice().sort(function (a, b) {
-          var x = sortKey(a, column, numeric), y = sortKey(b, column, numeric);
-          if (x === y) { return order(a) - order(b); }
-          if (x === null) { return 1; }
-          if (y === null) { return -1; }
-          return (x < y ? -1 : 1) * sign;
-        }).forEach(function (body) { table.appendChild(body); });
-      });
-    });
-    var text = section.querySelector("input.filter-text");
-    var selects = Array.prototype.slice.call(section.querySelectorAll("select[data-field]"));
-    var shown = section.querySelector(".shown");
-    function apply() {
-      var query = text.value.trim().toLowerCase();
-      var count = 0;
-      entries.forEach(function (body) {
-        var row = data.rows[order(body)];
-        var ok = (!query || row.text.toLowerCase().indexOf(query) !== -1) && selects.every(function (select) {
-          var value = row[select.getAttribute("data-field")];
-          return select.value === "" || (Array.isArray(value) ? value.indexOf(select.value) !== -1 : value === select.value);
-        });
-        body.hidden = !ok;
-        if (ok) { count += 1; }
-      });
-      shown.textContent = count + " of " + entries.length + " rows shown";
-    }
-    text.addEventListener("input", apply);
-    selects.forEach(function (select) { select.addEventListener("change", apply); });
-    table.addEventListener("click", function (event) {
-      var button = event.target.closest("button.expand");
-      if (!button) { return; }
-      var open = button.getAttribute("aria-expanded") !== "true";
-      button.setAttribute("aria-expanded", open ? "true" : "false");
-      document.getElementById(button.getAttribute("aria-controls")).hidden = !open;
-    });
-  }
-  Array.prototype.forEach.call(document.querySelectorAll("section.board"), setUp);
-})();
-"""
-
-
 def render_html(
     sections: Sequence[Section], *, output_dir: Path, plots: Mapping[str, Sequence[tuple[str, str]]] | None = None
 ) -> dict[str, str]:
@@ -200,11 +91,6 @@ def page_names(suites: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def _e(text: object) -> str:
-    """``text`` on one line (:func:`one_line`), escaped for HTML text and double-quoted attributes."""
-    return html.escape(one_line(text), quote=True)
-
-
 def _href(url: object) -> str | None:
     """``url`` for an ``href`` attribute when it is http(s) or relative (:func:`link_target`)."""
     target = link_target(url)
@@ -228,17 +114,13 @@ def script_json(data: Any) -> str:
 def _document(title: str, body: str, *, script: bool) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n{_NOSCRIPT if script else ''}\n</head>\n<body>\n"
+        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n{NOSCRIPT if script else ''}\n</head>\n<body>\n"
         + body
-        + (f"<script>{_SCRIPT}</script>\n" if script else "")
+        + (f"<script>{SCRIPT}</script>\n" if script else "")
         + "</body>\n</html>\n"
     )
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}"
 
 
 def _best(section: Section) -> tuple[int, float, BoardRow] | None:
@@ -547,9 +429,9 @@ def _row_html(row: BoardRow, section: Section, sid: str, i: int, columns: list[t
     cells += [_value_td(cell) for cell in row.cells]
     names = [name for name, _ in columns]
     if "re-rank ceiling" in names:
-        cells.append(_ceiling_td(row))
+        cells.append(ceiling_td(row))
     if "cost" in names:
-        cells.append(_cost_td(row.cost))
+        cells.append(cost_td(row.cost))
     cells.append(
         f'<td><button type="button" class="expand" aria-expanded="false" aria-controls="{drill_id}">parts</button></td>'
     )
@@ -577,114 +459,6 @@ def _published_html(entry: PublishedEntry, section: Section, i: int, columns: li
     return f'<tbody class="entry published" data-row="{i}"><tr>{"".join(cells)}</tr></tbody>'
 
 
-def _ceiling_td(row: BoardRow) -> str:
-    """The ceiling cell of a re-ranked row: the share of questions whose first-stage top N held an
-    answer, and N; its title gives the wins and losses at the deepest cutoff."""
-    c = row.ceiling
-    if c is None:
-        return '<td class="num" data-sort="">–</td>'
-    deepest = c.at[-1] if c.at else None
-    title = (f"share of questions the first stage answered within the {c.depth} hits re-ranked: the best any "
-             "re-ranking of them can reach")
-    if deepest is not None:
-        title += f"; at top-{deepest.k}: {deepest.wins} won, {deepest.losses} lost against the first stage"
-    return (
-        f'<td class="num" data-sort="{100 * c.ceiling:.6f}" title="{_e(title)}">ceiling {100 * c.ceiling:.1f}'
-        f'<small class="ceiling-depth">(first stage top-{c.depth})</small></td>'
-    )
-
-
-def _ceiling_table(row: BoardRow) -> str:
-    """A re-ranked row's details against its first stage: per cutoff the first stage's and the
-    re-ranked top-k, the questions won and lost, and the exact McNemar p-value."""
-    c = row.ceiling
-    if c is None:
-        return ""
-    lines = "".join(
-        f'<tr><th>top-{a.k}</th><td class="num">{_pct(a.first_stage)}</td><td class="num">{_pct(a.reranked)}</td>'
-        f'<td class="num">{100 * (a.reranked - a.first_stage):+.2f}</td><td class="num">{a.wins} / {a.losses}</td>'
-        f'<td class="num">{_e(format_p(a.p_value))}</td></tr>'
-        for a in c.at
-    )
-    return (
-        f'<table class="parts"><caption>Re-ranking against its ceiling: {_pct(c.ceiling)}% of questions had an answer in '
-        f"the first stage's top {c.depth}{' (first seed)' if row.seeds > 1 else ''}</caption><thead><tr><th>cutoff</th>"
-        '<th class="num">first stage</th><th class="num">re-ranked</th><th class="num">change</th>'
-        '<th class="num">wins / losses</th><th class="num">p (exact McNemar)</th></tr></thead>'
-        f"<tbody>{lines}</tbody></table>{_won_lost(c)}"
-    )
-
-
-def _won_lost(c: Ceiling) -> str:
-    """The questions a re-ranking won and lost at each cutoff with any (won at k: answered within k
-    after re-ranking and not by the first stage; lost: the other way round), the first
-    :data:`IDS_IN_HTML` ids of each (:func:`~harness.analysis.ceiling.question_list`)."""
-    def listed(what: str, questions: Sequence[tuple[str, str]]) -> str:
-        if not questions:
-            return f"{what} 0"
-        return f"{what} {len(questions)}: " + _e(question_list(questions, parts=len(c.parts), shown=IDS_IN_HTML))
-
-    items = "".join(
-        f"<li>top-{a.k}: {listed('won', a.won)}; {listed('lost', a.lost)}</li>" for a in c.at if a.won or a.lost
-    )
-    if not items:
-        return ""
-    named = "part/id" if len(c.parts) != 1 else "id"
-    return (
-        f'<p class="note">Questions won (answered within k only after re-ranking) and lost (only before), by {named}; '
-        f"the first {IDS_IN_HTML} of each (<code>harness compare --json</code> lists every one):</p>"
-        f'<ul class="questions">{items}</ul>'
-    )
-
-
-def _size(count: int) -> str:
-    """A byte count in decimal units: ``812 B``, ``1.2 GB``."""
-    value = float(count)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{count} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{count} B"
-
-
-def cost_summary(cost: Mapping[str, Any]) -> str:
-    """The compact cost cell: ``cpu ×1 · 0.00 GPU-h · host 1.2 GB · 3,610 q/s`` (fields a record
-    lacks are left out)."""
-    items: list[str] = []
-    if cost.get("device_kind"):
-        items.append(f"{cost['device_kind']} ×{cost['device_count']}" if cost.get("device_count") is not None else cost["device_kind"])
-    if cost.get("gpu_hours") is not None:
-        items.append(f"{cost['gpu_hours']:.2f} GPU-h")
-    if cost.get("peak_host_bytes") is not None:
-        items.append(f"host {_size(cost['peak_host_bytes'])}")
-    if cost.get("peak_gpu_bytes") is not None:
-        items.append(f"GPU {_size(cost['peak_gpu_bytes'])}")
-    if cost.get("search_queries_per_s") is not None:
-        items.append(f"{cost['search_queries_per_s']:,.0f} q/s")
-    return " · ".join(items)
-
-
-def cost_details(cost: Mapping[str, Any]) -> str:
-    """Every field of a cost record in words, for a row's details."""
-    items = [cost_summary(cost)]
-    for key, label in (("index_bytes", "index"), ("embedding_bytes", "embeddings")):
-        if cost.get(key) is not None:
-            items.append(f"{label} {_size(cost[key])}")
-    if cost.get("encode_passages_per_s") is not None:
-        items.append(f"{cost['encode_passages_per_s']:,.0f} passages/s encoded")
-    if cost.get("seconds") is not None:
-        items.append(f"{cost['seconds']:,.1f} s in all")
-    return " · ".join(item for item in items if item)
-
-
-def _cost_td(cost: Mapping[str, Any] | None) -> str:
-    if cost is None:
-        return '<td class="num" data-sort="">–</td>'
-    key = cost.get("gpu_hours") if cost.get("gpu_hours") is not None else cost.get("seconds")
-    sort = "" if key is None else f"{float(key):.6f}"
-    return f'<td class="num cost" data-sort="{sort}" title="{_e(cost_details(cost))}">{_e(cost_summary(cost))}</td>'
-
-
 def _drill(row: BoardRow, section: Section, output_dir: Path) -> str:
     """A row's details: top-k per part, seen/unseen averages, parameters, training data, cost and
     result files."""
@@ -708,7 +482,7 @@ def _drill(row: BoardRow, section: Section, output_dir: Path) -> str:
     if files:
         facts.append(("result" + ("s" if len(files) > 1 else ""), ", ".join(files)))
     listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
-    return f'<div class="drill-body">{parts}{_seen_html(row, section)}{_ceiling_table(row)}<dl class="facts">{listing}</dl></div>'
+    return f'<div class="drill-body">{parts}{_seen_html(row, section)}{ceiling_table(row)}<dl class="facts">{listing}</dl></div>'
 
 
 def _part_value(cell: BoardCell, parts: Sequence[str]) -> str:
