@@ -14,7 +14,7 @@ when some row has them, a re-rank ceiling (the first stage's top-N at the re-ran
 cost column. Columns sort by a click on their header (numbers by value, each ``td``'s
 ``data-sort``; a second click reverses), a text box and select boxes filter the rows (retriever,
 variant, re-ranker, and training seed: the seeds a row's checkpoints were trained with,
-:func:`~harness.results.leaderboard.training_seeds`; a row over several seeds matches each of
+:func:`~harness.results.labels.training_seeds`; a row over several seeds matches each of
 them), and each row opens into its per-part top-k (and seen/unseen part averages where some rows
 were trained on some parts), a re-ranked row's questions won and lost against its first stage,
 every parameter and its result files. The suite's plots follow as inline SVG.

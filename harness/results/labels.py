@@ -144,3 +144,44 @@ def require_distinct(results: Sequence[Result], labels: Sequence[str], *, what: 
                 f"they hold one configuration; name only one of them"
             )
         seen[label] = result
+
+
+def training_seeds(results: Sequence[Result]) -> tuple[int, ...]:
+    """The distinct training seeds of ``results``, ascending: each result's training record's
+    ``seed`` (:func:`~harness.results.labels.training_record` of its parameters: the ``seed`` that
+    ``harness train`` recorded for the checkpoint, which the trained retrievers copy into their
+    ``training`` parameters); a result without a training record, or whose record has no integer
+    seed, adds none."""
+    found = set()
+    for result in results:
+        training = training_record(result.parameters)
+        seed = training.get("seed") if training is not None else None
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            found.add(seed)
+    return tuple(sorted(found))
+
+
+def training_data_entries(parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``data`` entries of a trained checkpoint's training record, as recorded (an entry given
+    as an object by its ``data`` or ``path``)."""
+    training = training_record(parameters)
+    data = training.get("data") if training is not None else None
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, (list, tuple)):
+        return ()
+    entries = [entry.get("data") or entry.get("path") if isinstance(entry, Mapping) else entry for entry in data]
+    return tuple(entry for entry in entries if isinstance(entry, str) and entry)
+
+
+def trained_parts(parameters: Any) -> frozenset[str]:
+    """The categories a trained checkpoint's data held (``training.seen`` anywhere in a result's
+    parameters, as ``harness train`` records them), empty for anything else."""
+    if isinstance(parameters, Mapping):
+        training = parameters.get("training")
+        if isinstance(training, Mapping) and isinstance(training.get("seen"), list):
+            return frozenset(x for x in training["seen"] if isinstance(x, str))
+        return frozenset().union(*(trained_parts(v) for v in parameters.values()))
+    if isinstance(parameters, (list, tuple)):
+        return frozenset().union(*(trained_parts(v) for v in parameters))
+    return frozenset()

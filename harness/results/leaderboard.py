@@ -45,7 +45,7 @@ from harness.analysis import stats
 from harness.analysis.ceiling import Ceiling, ceiling_of
 from harness.api import PublishedTable
 from harness.errors import HarnessError
-from harness.results.labels import describe, training_record
+from harness.results.labels import describe, trained_parts, training_data_entries, training_seeds, training_variant
 from harness.results.report import corpus_size, format_parameters, link_target, markdown_link, markdown_text, one_line
 from harness.results.schema import Result, config_digest
 
@@ -518,42 +518,13 @@ def _board_row(row: _Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
     return BoardRow(
         label=row.retriever, retriever=row.first.retriever,
         reranker=row.first.reranker["name"] if row.first.reranker else None,
-        variant=_variant(row.parameters), training_data=_training_data(row.parameters), seeds=row.seeds,
+        variant=training_variant(row.parameters), training_data=training_data_entries(row.parameters), seeds=row.seeds,
         parameters=summarize_parameters(row.parameters),
         all_parameters=format_parameters(row.parameters) + _reranker_parameters(row.first),
         config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
-        trained_on=_trained_on(row.parameters), cost=row.first.data.get("cost"),
+        trained_on=trained_parts(row.parameters), cost=row.first.data.get("cost"),
         ceiling=ceiling, training_seeds=training_seeds(row.results),
     )
-
-
-def training_seeds(results: Sequence[Result]) -> tuple[int, ...]:
-    """The distinct training seeds of ``results``, ascending: each result's training record's
-    ``seed`` (:func:`~harness.results.labels.training_record` of its parameters: the ``seed`` that
-    ``harness train`` recorded for the checkpoint, which the trained retrievers copy into their
-    ``training`` parameters); a result without a training record, or whose record has no integer
-    seed, adds none."""
-    found = set()
-    for result in results:
-        training = training_record(result.parameters)
-        seed = training.get("seed") if training is not None else None
-        if isinstance(seed, int) and not isinstance(seed, bool):
-            found.add(seed)
-    return tuple(sorted(found))
-
-
-def _training_data(parameters: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``data`` entries of a trained checkpoint's training record, as recorded (an entry given
-    as an object by its ``data`` or ``path``)."""
-    training = training_record(parameters)
-    data = training.get("data") if training is not None else None
-    if isinstance(data, str):
-        data = [data]
-    if not isinstance(data, (list, tuple)):
-        return ()
-    entries = [entry.get("data") or entry.get("path") if isinstance(entry, Mapping) else entry for entry in data]
-    return tuple(entry for entry in entries if isinstance(entry, str) and entry)
-
 
 
 def rerank_ceiling(results: Sequence[Result]) -> Ceiling | None:
@@ -769,26 +740,13 @@ def _parts_table(rows: list[_Row], parts: list[str], k: int) -> str:
     return f"\n<details><summary>top-{k} by part</summary>\n\n{body}\n\n</details>\n"
 
 
-def _trained_on(parameters: Any) -> frozenset[str]:
-    """The categories a trained checkpoint's data held (``training.seen`` anywhere in a result's
-    parameters, as ``harness train`` records them), empty for anything else."""
-    if isinstance(parameters, Mapping):
-        training = parameters.get("training")
-        if isinstance(training, Mapping) and isinstance(training.get("seen"), list):
-            return frozenset(x for x in training["seen"] if isinstance(x, str))
-        return frozenset().union(*(_trained_on(v) for v in parameters.values()))
-    if isinstance(parameters, (list, tuple)):
-        return frozenset().union(*(_trained_on(v) for v in parameters))
-    return frozenset()
-
-
 def _seen_sets(rows: list[_Row], parts: list[str]) -> list[frozenset[str]]:
     """The sets of the suite's parts that some rows were trained on (some parts, not all), in the
     order the rows name them."""
     names = set(parts)
     sets: list[frozenset[str]] = []
     for row in rows:
-        seen = _trained_on(row.parameters) & names
+        seen = trained_parts(row.parameters) & names
         if seen and seen != names and seen not in sets:
             sets.append(seen)
     return sets
@@ -805,7 +763,7 @@ def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
         unseen = [p for p in parts if p not in seen]
         table = []
         for row in rows:
-            own = _trained_on(row.parameters) & names
+            own = trained_parts(row.parameters) & names
             cells = []
             for k in ks:
                 accuracy = row.accuracy(k)
@@ -816,7 +774,7 @@ def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
                 for group in (sorted(seen), unseen):
                     cells.append(_fmt(sum(per_part[p] for p in group) / len(group)))
             trained = "these parts" if own == seen else ("other parts" if own else "–")
-            table.append([_cell(row.retriever), _cell(_variant(row.parameters) or ""), trained] + cells)
+            table.append([_cell(row.retriever), _cell(training_variant(row.parameters) or ""), trained] + cells)
         headers = ["retriever", "variant", "trained on"] + [f"{side} top-{k}" for k in ks for side in ("seen", "unseen")]
         body = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
         out.append(
@@ -824,18 +782,6 @@ def _seen_tables(rows: list[_Row], parts: list[str], ks: Sequence[int]) -> str:
             f"({_cell(', '.join(sorted(seen)))}) and the {len(unseen)} others.\n\n{body}\n"
         )
     return "".join(out)
-
-
-def _variant(parameters: Any) -> str | None:
-    if isinstance(parameters, Mapping):
-        training = parameters.get("training")
-        if isinstance(training, Mapping) and isinstance(training.get("variant"), str):
-            return training["variant"]
-        for value in parameters.values():
-            found = _variant(value)
-            if found:
-                return found
-    return None
 
 
 def _ambiguous(rows: list[_Row], row: _Row) -> bool:
