@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by t
         MinerSpec,
         PublishedRun,
         PublishedTable,
+        ReleasedEmbeddings,
         RerankerSpec,
         RetrieverSpec,
         SamplerSpec,
@@ -90,6 +91,16 @@ def register_published_runs(register: Callable[[PublishedRun], None]) -> None:
     Called the first time anything asks for published runs (``harness list runs``, ``harness data
     fetch RUN``, ``harness score --run NAME``, ``harness reproduce --runs``). Nothing is downloaded
     while registering.
+    """
+
+
+@hookspec
+def register_embeddings(register: Callable[[ReleasedEmbeddings], None]) -> None:
+    """Offer released passage embeddings: call ``register(ReleasedEmbeddings(...))`` once per release.
+
+    Called the first time anything asks for released embeddings (``harness list embeddings``,
+    ``harness data fetch NAME``, a dense retriever's ``-o embeddings=NAME``). Nothing is downloaded
+    or read while registering.
     """
 
 

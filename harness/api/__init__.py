@@ -23,6 +23,7 @@ import torch, pyserini or anything heavy, and must not read data; heavy work hap
 """
 
 from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerprint, corpus_fingerprint
+from harness.api.embeddings import EMBEDDING_FORMATS, EmbeddingsPart, ReleasedEmbeddings
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
 from harness.api.options import (
@@ -85,6 +86,8 @@ __all__ = [
     "MATCH_MODES",
     "MAX_K",
     "Corpus",
+    "EMBEDDING_FORMATS",
+    "EmbeddingsPart",
     "Encoder",
     "EncoderSpec",
     "FirstHitRanks",
@@ -98,6 +101,7 @@ __all__ = [
     "PassageInput",
     "PublishedRow",
     "PublishedRun",
+    "ReleasedEmbeddings",
     "PublishedTable",
     "Question",
     "PartAwareRetriever",
