@@ -22,18 +22,31 @@ from dataclasses import dataclass, field
 #: ``wiki-dpr`` (Hugging Face ``facebook/wiki_dpr``: a dataset with ``id`` and ``embeddings``
 #: columns).
 EMBEDDING_FORMATS = ("faiss-flat", "dpr-pickle", "contriever-pickle", "art-pickle", "wiki-dpr")
+#: How the vectors are stored in a download.
+EMBEDDING_DTYPES = ("float32", "float16")
+#: Archive kinds a part may be (its format's reader opens ``members`` inside it).
+PART_COMPRESSIONS = ("tar.gz", "tar")
 
 
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingsPart:
     """One file of a release: where it is, where it goes under the data directory, and its
     checksum and size where the publisher gives them (as for any download,
-    :mod:`harness.data.download`; no ``sha256``: the digest of the first download is recorded)."""
+    :mod:`harness.data.download`; no ``sha256``: the digest of the first download is recorded).
+
+    ``md5`` is the publisher's MD5 of the file where that is the checksum it publishes (pyserini's
+    index tables): the fetched file is checked against it too. ``compression`` says the part is an
+    archive (``tar.gz`` or ``tar``) and ``members`` names the files inside it the format reads,
+    where the publisher's code names them (``/``-separated, relative).
+    """
 
     url: str
     path: str
     sha256: str | None = None
     size: int | None = None
+    md5: str | None = None
+    compression: str | None = None
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +60,9 @@ class ReleasedEmbeddings:
     ``rows`` is the number of vectors the publisher lists, ``dim`` their width. ``id_prefix`` is what
     the release puts before the corpus's passage id (e.g. ``"wiki:"``); ids are always mapped
     explicitly, never by position. ``disk`` is the bytes the release needs once fetched and
-    imported (downloads and the float32 store), stated to the user before a fetch.
+    imported (downloads and the float32 store), stated to the user before a fetch. ``dtype`` is how
+    the vectors are stored in the download (``float32``, or ``float16`` for ART's pickle: widened
+    to float32 on import). ``reproduces`` says, in words, which published row the release gives.
     """
 
     name: str
@@ -64,7 +79,9 @@ class ReleasedEmbeddings:
     citation: str = ""
     homepage: str = ""
     version: str = ""
+    dtype: str = "float32"
+    reproduces: str = ""
     source: str = field(default="", compare=False)  # the spec file it was read from, for messages
 
 
-__all__ = ["EMBEDDING_FORMATS", "EmbeddingsPart", "ReleasedEmbeddings"]
+__all__ = ["EMBEDDING_DTYPES", "EMBEDDING_FORMATS", "PART_COMPRESSIONS", "EmbeddingsPart", "ReleasedEmbeddings"]
