@@ -13,13 +13,36 @@ def list_command(kind: str) -> None:
     """List what is installed of KIND (retrievers, suites, training-data, variants, ...), one per
     line with its description."""
     found = registry(kind)
+    if kind == "embeddings":
+        _table(found)
+    else:
+        _described(found)
+    for name, plugins in sorted(found.conflicts.items()):
+        click.echo(f"{name}  UNUSABLE: provided by {' and '.join(repr(p) for p in plugins)}")
+
+
+def _described(found) -> None:
     entries = [(_usage(spec), spec) for spec in found]
     width = max((len(usage) for usage, _ in entries), default=0)
     for usage, spec in entries:
         marker = " [synthetic]" if getattr(spec, "synthetic", False) else ""
         click.echo(f"{usage:<{width}}  {spec.description}{marker}")
-    for name, plugins in sorted(found.conflicts.items()):
-        click.echo(f"{name}  UNUSABLE: provided by {' and '.join(repr(p) for p in plugins)}")
+
+
+def _table(found) -> None:
+    """Released embeddings as columns: name, encoder preset, corpus, rows, download size, disk
+    needed once imported, then the description."""
+    from harness.data.embeddings import listing_rows
+
+    rows = listing_rows(found)
+    if not rows:
+        return
+    header = ("name", "encoder", "corpus", "rows", "size", "disk", "description")
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
+    right = {3, 4, 5}
+    for row in (header, *rows):
+        cells = [f"{c:>{w}}" if i in right else f"{c:<{w}}" for i, (c, w) in enumerate(zip(row, widths))]
+        click.echo("  ".join(cells) + "  " + row[-1])
 
 
 def _usage(spec) -> str:

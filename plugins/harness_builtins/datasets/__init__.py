@@ -5,7 +5,9 @@ biencoder-nq-train``); the ``harness data`` command (fetch, verify, split, where
 published numbers of the papers (``published/``, one TOML file per table), shown beside results
 and checked by ``harness reproduce``; and the run files the papers' authors released (``runs/``,
 one TOML file per run: ``harness list runs``, ``harness score --run NAME``, ``harness reproduce
---runs``). Every user spec folder has the same layout.
+--runs``); and the passage vectors retrievers' authors released (``embeddings/``, one TOML file
+per release: ``harness list embeddings``, ``harness data fetch NAME``, a dense retriever's ``-o
+embeddings=NAME``). Every user spec folder has the same layout.
 
 Registering reads only the small TOML specs. Loading a suite fetches its question files (with
 checksums; see :mod:`harness.data.download`) and gives it a corpus that is opened, and if need be
@@ -70,6 +72,14 @@ def register_published_runs(register):
 
     for run in published_runs(strict=strict_mode()):
         register(run)
+
+
+@hookimpl
+def register_embeddings(register):
+    from harness_builtins.datasets.catalog import released_embeddings
+
+    for release in released_embeddings(strict=strict_mode()):
+        register(release)
 
 
 @hookimpl

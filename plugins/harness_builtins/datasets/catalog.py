@@ -11,7 +11,8 @@ from harness.errors import InputFileError
 
 from harness_builtins.datasets_spec import SPEC_ROOT
 
-#: The built-in specs: ``suites/``, ``corpora/``, ``training/``, ``published/``, ``runs/``.
+#: The built-in specs: ``suites/``, ``corpora/``, ``training/``, ``published/``, ``runs/``,
+#: ``embeddings/``.
 SPEC_DIR = SPEC_ROOT
 
 
@@ -26,7 +27,7 @@ def _skip(error: InputFileError) -> None:
 
 
 #: The registry kind of each spec folder whose files name something a user asks for by name.
-_KIND_OF_FOLDER = {"suites": "suites", "training": "training-data", "runs": "runs"}
+_KIND_OF_FOLDER = {"suites": "suites", "training": "training-data", "runs": "runs", "embeddings": "embeddings"}
 
 
 def _left_out(error: InputFileError) -> None:
@@ -105,3 +106,17 @@ def published_runs(*, strict: bool = False) -> list:
         skipped(error)
 
     return read_run_specs(spec_dirs(), on_error=None if strict else left_out)
+
+
+def released_embeddings(*, strict: bool = False) -> list:
+    """Every released-embeddings spec of ``embeddings/`` in the built-in folder and in the folders
+    of ``$HARNESS_SPEC_PATH``; a malformed file, or a name an earlier file already gave, is left
+    out alone and reported with :func:`harness.registry.skipped` (``strict``: raised)."""
+    from harness.data.embeddings import read_embeddings_specs
+    from harness.registry import skipped
+
+    def left_out(error: InputFileError) -> None:
+        _left_out(error)
+        skipped(error)
+
+    return read_embeddings_specs(spec_dirs(), on_error=None if strict else left_out)

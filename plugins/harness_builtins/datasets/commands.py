@@ -17,18 +17,20 @@ def _catalog():
     return catalog()
 
 
-def _suites(catalog, names: tuple[str, ...], runs: tuple[str, ...] = ()):
-    """The suite specs among ``names`` (all when none is given); training set and published run
-    names (``runs``) are skipped, any other name is an error."""
+def _suites(catalog, names: tuple[str, ...], runs: tuple[str, ...] = (), releases: tuple[str, ...] = ()):
+    """The suite specs among ``names`` (all when none is given); training set, published run
+    (``runs``) and released embeddings (``releases``) names are skipped, any other name is an error."""
     from harness.registry import UnavailableNameError, unavailable
 
     for name in names:
-        if name not in catalog.suites and name not in catalog.training and name not in runs:
-            for kind, noun in (("suites", "suite"), ("training-data", "training set"), ("runs", "published run")):
+        if name not in catalog.suites and name not in catalog.training and name not in runs and name not in releases:
+            for kind, noun in (("suites", "suite"), ("training-data", "training set"), ("runs", "published run"),
+                               ("embeddings", "released embeddings")):
                 if unavailable(kind, name) is not None:
                     raise UnavailableNameError(noun, name, unavailable(kind, name))
             raise UnknownNameError(
-                "suite, training set or published run with downloadable data", name, [*catalog.suites, *catalog.training, *runs]
+                "suite, training set, published run or released embeddings with downloadable data", name,
+                [*catalog.suites, *catalog.training, *runs, *releases],
             )
     if not names:
         return list(catalog.suites.values())
@@ -65,11 +67,49 @@ def _published_runs() -> dict:
     return {run.name: run for run in registry.registry("runs")}
 
 
-def _check_unambiguous(catalog, runs: dict, names: tuple[str, ...]) -> None:
+def _released_embeddings() -> dict:
+    from harness import registry
+
+    return {release.name: release for release in registry.registry("embeddings")}
+
+
+def _check_unambiguous(catalog, runs: dict, names: tuple[str, ...], releases: dict | None = None) -> None:
     for name in names:
         if name in runs and (name in catalog.suites or name in catalog.training):
             kind = "suite" if name in catalog.suites else "training set"
             raise HarnessError(f"{name!r} is both a {kind} and a published run ({runs[name].source}); rename one of the specs")
+        if releases and name in releases and (name in catalog.suites or name in catalog.training or name in runs):
+            kind = "suite" if name in catalog.suites else "training set" if name in catalog.training else "published run"
+            raise HarnessError(
+                f"{name!r} is both a {kind} and released embeddings ({releases[name].source}); rename one of the specs"
+            )
+
+
+def _fetch_release(release, progress: bool) -> None:
+    """Say what ``release`` needs on disk, then fetch its parts in order, one line per part."""
+    import shutil
+
+    from harness.data.embeddings import disk_needed, download_bytes, fetch_embeddings, gigabytes, part_path
+
+    folder = part_path(release.parts[0]).parent
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free if probe.exists() else None
+    present = sum(1 for part in release.parts if part_path(part).is_file())
+    click.echo(
+        f"released embeddings {release.name}: {len(release.parts)} part(s) ({present} already here), "
+        f"{gigabytes(download_bytes(release))} to download, {gigabytes(disk_needed(release))} on disk once imported "
+        f"(downloads and the float32 store); {gigabytes(free)} free under {probe}"
+    )
+    needed = disk_needed(release)
+    if free is not None and needed is not None and free < needed:
+        click.echo(f"harness: warning: {release.name} needs {gigabytes(needed)} and only {gigabytes(free)} is free under {probe}", err=True)
+    count = len(release.parts)
+    fetch_embeddings(
+        release, progress=progress,
+        on_part=lambda index, result: click.echo(_fetched(f"{release.name} part {index + 1}/{count}", result)),
+    )
 
 
 @data.command("fetch")
@@ -77,15 +117,17 @@ def _check_unambiguous(catalog, runs: dict, names: tuple[str, ...]) -> None:
 @click.option("--corpus", "with_corpus", is_flag=True, help="Also fetch and prepare each suite's corpus (DPR's Wikipedia is 13 GB).")
 @no_progress_option
 def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool) -> None:
-    """Download SUITES' question files, training sets (harness list training-data) or published
-    runs (harness list runs), checksummed and resumable, into the data folder."""
+    """Download SUITES' question files, training sets (harness list training-data), published
+    runs (harness list runs) or released embeddings (harness list embeddings: every part, in
+    order, after saying the disk they need), checksummed and resumable, into the data folder."""
     from harness.runfiles.published import fetch_run
     from harness_builtins.datasets.loading import fetch_file, open_corpus
 
     catalog = _catalog()
     runs = _published_runs()
-    _check_unambiguous(catalog, runs, suites)
-    for spec in _suites(catalog, suites, tuple(runs)):
+    releases = _released_embeddings()
+    _check_unambiguous(catalog, runs, suites, releases)
+    for spec in _suites(catalog, suites, tuple(runs), tuple(releases)):
         for part in spec.parts:
             click.echo(_fetched(f"{spec.name}/{part.name}", fetch_file(part.file, progress=not no_progress)))
         corpus = catalog.corpora[spec.corpus]
@@ -100,6 +142,8 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
     for name in suites:
         if name in runs:
             click.echo(_fetched(f"published run {name}", fetch_run(runs[name], progress=not no_progress)))
+        elif name in releases:
+            _fetch_release(releases[name], not no_progress)
 
 
 @data.command("verify")

@@ -1,0 +1,312 @@
+"""Released passage embeddings as data: their spec files, fetching every part, and lookup by name.
+
+An **embeddings spec** is ``embeddings/NAME.toml`` in a spec folder (the built-in ``datasets_spec/``
+and those of ``$HARNESS_SPEC_PATH``); ``datasets_spec/README.md`` documents its keys. It becomes a
+:class:`harness.api.ReleasedEmbeddings`. Each of its parts is fetched like any benchmark file
+(:func:`harness.data.download.fetch`: resumable, locked, checksummed, never half-written), in the
+order the spec lists them. Where the publisher gives an MD5 (pyserini's index tables) instead of a
+sha256, the fetched file is also checked against it; the result of that check is recorded beside
+the file (``.NAME.md5``, keyed by the file's sha256) so a 60 GB part is not hashed twice.
+
+Nothing here imports a plugin: the dense engine reads the records through the registry
+(:func:`released_embeddings`, :func:`matching_releases`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.api.embeddings import (
+    EMBEDDING_DTYPES,
+    EMBEDDING_FORMATS,
+    PART_COMPRESSIONS,
+    EmbeddingsPart,
+    ReleasedEmbeddings,
+)
+from harness.data.catalog import _common, _Fields, _load_toml
+from harness.errors import InputFileError
+
+_KEYS = (
+    "name", "description", "corpus", "encoder", "format", "parts", "rows", "dim", "id_prefix", "disk", "dtype",
+    "license", "citation", "homepage", "version", "reproduces",
+)
+_PART_KEYS = ("url", "path", "sha256", "md5", "size", "compression", "members")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_MD5 = re.compile(r"^[0-9a-f]{32}$")
+#: Bytes of one stored vector component once imported (the float32 store).
+_FLOAT32 = 4
+
+
+def _relative(value: str) -> bool:
+    segments = value.split("/")
+    return bool(value) and not value.startswith("/") and "\\" not in value and "\x00" not in value and not any(
+        s in ("", ".", "..") for s in segments
+    )
+
+
+def _positive(fields: _Fields, key: str, *, required: bool) -> int | None:
+    value = fields.get(key, int, required=required)
+    if value is not None and value <= 0:
+        fields.fail(f"{fields.prefix}{key!r} must be positive, got {value}")
+    return value
+
+
+def _part(fields: _Fields) -> EmbeddingsPart:
+    fields.unknown(_PART_KEYS)
+    url = fields.get("url", str)
+    if not re.match(r"^(https?|file)://", url):
+        fields.fail(f"{fields.prefix}'url' must be an http(s):// or file:// URL, got {url!r}")
+    path = fields.get("path", str)
+    if not _relative(path):
+        fields.fail(
+            f"{fields.prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
+            f"'..' segments (forward slashes), got {path!r}"
+        )
+    sha256 = fields.get("sha256", str, required=False)
+    if sha256 is not None and not _SHA256.match(sha256):
+        fields.fail(f"{fields.prefix}'sha256' must be 64 lowercase hex digits")
+    md5 = fields.get("md5", str, required=False)
+    if md5 is not None and not _MD5.match(md5):
+        fields.fail(f"{fields.prefix}'md5' must be 32 lowercase hex digits")
+    compression = fields.choice("compression", PART_COMPRESSIONS, required=False)
+    members = fields.get("members", list, required=False, default=[])
+    if members and compression is None:
+        fields.fail(f"{fields.prefix}'members' is only for an archive (set 'compression')")
+    for member in members:
+        if not isinstance(member, str) or not _relative(member):
+            fields.fail(f"{fields.prefix}'members' must be relative names inside the archive, got {member!r}")
+    if len(set(members)) != len(members):
+        fields.fail(f"{fields.prefix}'members' names a file twice")
+    return EmbeddingsPart(
+        url=url, path=path, sha256=sha256, size=_positive(fields, "size", required=False), md5=md5,
+        compression=compression, members=tuple(members),
+    )
+
+
+def read_embeddings_spec(path: str | Path) -> ReleasedEmbeddings:
+    """The :class:`ReleasedEmbeddings` of an ``embeddings/NAME.toml`` spec; a problem is one
+    :class:`InputFileError` naming the file and the key."""
+    path = Path(path)
+    fields = _Fields(_load_toml(path), path)
+    fields.unknown(_KEYS)
+    common = _common(fields)
+    common.pop("source")
+    for key in ("corpus", "encoder"):
+        value = fields.get(key, str)
+        if not _NAME.match(value):
+            fields.fail(f"{key!r} must be a {'corpus' if key == 'corpus' else 'encoder preset'} name, got {value!r}")
+    raw_parts = fields.get("parts", list)
+    if not raw_parts:
+        fields.fail("'parts' must list at least one part")
+    parts = []
+    for index, raw in enumerate(raw_parts):
+        if not isinstance(raw, dict):
+            fields.fail(f"'parts[{index}]' must be a table")
+        parts.append(_part(_Fields(raw, path, prefix=f"parts[{index}].")))
+    seen: dict[str, int] = {}
+    for index, part in enumerate(parts):
+        if part.path in seen:
+            fields.fail(f"'parts[{index}].path' is also the path of parts[{seen[part.path]}] ({part.path})")
+        seen[part.path] = index
+    id_prefix = fields.get("id_prefix", str, required=False, default="")
+    if any(c.isspace() for c in id_prefix):
+        fields.fail(f"'id_prefix' must not contain white space, got {id_prefix!r}")
+    return ReleasedEmbeddings(
+        **common,
+        corpus=fields.data["corpus"],
+        encoder=fields.data["encoder"],
+        format=fields.choice("format", EMBEDDING_FORMATS),
+        parts=tuple(parts),
+        rows=_positive(fields, "rows", required=True),
+        dim=_positive(fields, "dim", required=True),
+        id_prefix=id_prefix,
+        disk=_positive(fields, "disk", required=False),
+        dtype=fields.choice("dtype", EMBEDDING_DTYPES, required=False) or "float32",
+        version=fields.get("version", str, required=False, default=""),
+        reproduces=fields.get("reproduces", str, required=False, default=""),
+        source=str(path),
+    )
+
+
+def read_embeddings_specs(
+    dirs: Iterable[Path], *, on_error: Callable[[InputFileError], None] | None = None
+) -> list[ReleasedEmbeddings]:
+    """Every ``embeddings/*.toml`` of ``dirs``, in order; a malformed file or a name defined twice
+    is an :class:`InputFileError`, or handed to ``on_error`` and left out (the earlier file wins)."""
+    found: dict[str, ReleasedEmbeddings] = {}
+    for folder in dirs:
+        for path in sorted((Path(folder) / "embeddings").glob("*.toml")):
+            try:
+                spec = read_embeddings_spec(path)
+                if spec.name in found:
+                    raise InputFileError(path, f"released embeddings {spec.name!r} are also defined in {found[spec.name].source}")
+            except InputFileError as error:
+                if on_error is None:
+                    raise
+                on_error(error)
+                continue
+            found[spec.name] = spec
+    return list(found.values())
+
+
+# -- sizes -----------------------------------------------------------------------------------------
+
+
+def download_bytes(spec: ReleasedEmbeddings) -> int | None:
+    """The bytes of every part together, or None when a part's size is not known."""
+    sizes = [part.size for part in spec.parts]
+    return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[arg-type]
+
+
+def store_bytes(spec: ReleasedEmbeddings) -> int:
+    """The bytes of the release's vectors as a float32 store (``rows x dim x 4``)."""
+    return spec.rows * spec.dim * _FLOAT32
+
+
+def disk_needed(spec: ReleasedEmbeddings) -> int | None:
+    """What the release needs on disk once fetched and imported: its ``disk`` when the spec states
+    it, else the downloads plus the float32 store (None when a part's size is unknown)."""
+    if spec.disk is not None:
+        return spec.disk
+    downloads = download_bytes(spec)
+    return None if downloads is None else downloads + store_bytes(spec)
+
+
+def gigabytes(value: int | None) -> str:
+    """``value`` bytes as ``12.3 GB`` (decimal, as the publishers list sizes); ``?`` when unknown."""
+    return "?" if value is None else f"{value / 1e9:.1f} GB"
+
+
+# -- fetching --------------------------------------------------------------------------------------
+
+
+def remote_file(part: EmbeddingsPart):
+    """The :class:`harness.data.download.RemoteFile` of one part."""
+    from harness.data.download import RemoteFile
+
+    return RemoteFile(url=part.url, path=part.path, sha256=part.sha256, size=part.size)
+
+
+def part_path(part: EmbeddingsPart) -> Path:
+    """Where ``part`` lives (or will live) in the data folder."""
+    from harness.data.download import locate
+
+    return locate(remote_file(part))
+
+
+def _md5_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}.md5")
+
+
+def md5_file(path: Path, *, progress: bool = False) -> str:
+    """The MD5 hex digest of ``path``, read in chunks (``hashlib``)."""
+    from harness.data.download import CHUNK
+    from harness.util.progress import progress as progress_bar
+
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f, progress_bar(
+        total=path.stat().st_size, enabled=progress, unit="B", unit_scale=True, unit_divisor=1024,
+        desc=f"md5 {path.name}",
+    ) as bar:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+            bar.update(len(chunk))
+    return digest.hexdigest()
+
+
+def check_md5(part: EmbeddingsPart, path: Path, sha256: str, *, downloaded: bool, progress: bool = False) -> None:
+    """Check the fetched file of ``part`` (whose sha256 is ``sha256``) against the publisher's MD5.
+
+    A file whose sha256 was already found to have that MD5 is not hashed again. A mismatch is a
+    :class:`harness.data.download.ChecksumError` naming the file; a file this fetch downloaded is
+    deleted (with its records), as :func:`harness.data.download.fetch` does for a bad sha256."""
+    from harness.data.download import ChecksumError
+    from harness.util.atomic import write_text_atomic
+
+    if part.md5 is None:
+        return
+    record = _md5_record(path)
+    try:
+        known = json.loads(record.read_text(encoding="utf-8"))
+        if known.get("sha256") == sha256 and known.get("md5") == part.md5:
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    found = md5_file(path, progress=progress)
+    if found != part.md5:
+        if downloaded:
+            for stale in (path, record, path.with_name(f".{path.name}.verified")):
+                stale.unlink(missing_ok=True)
+            what = "the download was deleted; run again to download it afresh"
+        else:
+            what = f"delete it and run again to download it from {part.url}"
+        raise ChecksumError(f"{path} does not match its published checksum (expected md5 {part.md5}, got {found}): {what}")
+    try:
+        write_text_atomic(record, json.dumps({"md5": found, "sha256": sha256}) + "\n")
+    except OSError:
+        pass
+
+
+def fetch_embeddings(spec: ReleasedEmbeddings, *, progress: bool = True, on_part: Callable[[int, Any], None] | None = None) -> list[Path]:
+    """Fetch every part of ``spec`` into the data folder, in order (each resumable and checked
+    against its sha256, size and publisher MD5; see :func:`harness.data.download.fetch`), and
+    return their paths. A failure is raised as the download error it is, naming the release, the
+    part and its target path. ``on_part(index, FetchResult)`` is called as each part is ready."""
+    from harness.data.download import DownloadError, fetch
+
+    paths = []
+    count = len(spec.parts)
+    for index, part in enumerate(spec.parts):
+        target = part_path(part)
+        try:
+            result = fetch(remote_file(part), progress=progress)
+            check_md5(part, result.path, result.sha256, downloaded=result.downloaded, progress=progress)
+        except DownloadError as exc:
+            raise type(exc)(f"released embeddings {spec.name!r}, part {index + 1}/{count} ({target}): {exc}") from None
+        if on_part is not None:
+            on_part(index, result)
+        paths.append(result.path)
+    return paths
+
+
+# -- lookup ----------------------------------------------------------------------------------------
+
+
+def released_embeddings(name: str) -> ReleasedEmbeddings:
+    """The registered release ``name`` (an unknown name says which are known, or which spec
+    failed to load)."""
+    from harness import registry
+
+    return registry.registry("embeddings").get(name)
+
+
+def matching_releases(corpus_name: str, encoder_name: str) -> list[ReleasedEmbeddings]:
+    """Every registered release of ``corpus_name`` made by ``encoder_name``'s passage side (what
+    a run about to encode that corpus with that encoder could load instead), by name."""
+    from harness import registry
+
+    found = [spec for spec in registry.registry("embeddings") if spec.corpus == corpus_name and spec.encoder == encoder_name]
+    return sorted(found, key=lambda spec: spec.name)
+
+
+def listing_rows(specs: Iterable[ReleasedEmbeddings]) -> list[tuple[str, ...]]:
+    """One row per release for ``harness list embeddings``: name, encoder, corpus, rows, download
+    size, disk needed, description."""
+    return [
+        (spec.name, spec.encoder, spec.corpus, f"{spec.rows:,}", gigabytes(download_bytes(spec)),
+         gigabytes(disk_needed(spec)), spec.description)
+        for spec in specs
+    ]
+
+
+__all__ = [
+    "check_md5", "disk_needed", "download_bytes", "fetch_embeddings", "gigabytes", "listing_rows", "matching_releases",
+    "md5_file", "part_path", "read_embeddings_spec", "read_embeddings_specs", "released_embeddings", "remote_file",
+    "store_bytes",
+]
