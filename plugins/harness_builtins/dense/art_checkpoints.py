@@ -107,6 +107,8 @@ ART_CHECKPOINTS: dict[str, ArtCheckpoint] = _checkpoints(
      "BERT-large towers (ICT initialisation), NQ-Open questions, T0-3B teacher"),
     ("trivia-large-t0-3b", "7melarvj5u245ut", "trivia-ict-init-T0-3B-large.tar.gz",
      "BERT-large towers (ICT initialisation), TriviaQA questions, T0-3B teacher"),
+    ("mss", "069xj395ftxv4hz", "mss-emdr2-retriever-base-steps82k.tar.gz",
+     "the masked salient span (MSS) pre-trained retriever every ART run starts from (EMDR2, 82k steps; no teacher)"),
 )
 ART_CHECKPOINT_NAMES: tuple[str, ...] = tuple(ART_CHECKPOINTS)
 

@@ -89,6 +89,26 @@ PRESETS: dict[str, Preset] = {
     for p in (
         _dpr("dpr-nq", "single-nq", "trained on NQ (facebook/dpr-*-single-nq-base)"),
         _dpr("dpr-multi", "multiset", "trained on NQ, TriviaQA, WQ, TREC (facebook/dpr-*-multiset-base)"),
+        Preset(
+            # pyserini searches wikipedia-dpr-100w.ance-multi with these two DPR checkpoints: its
+            # encoder lookup matches "dpr" in castorini/ance-dpr-question-multi before "ance"
+            # (DprQueryEncoder: DPRQuestionEncoder's pooler output, i.e. [CLS]), and the passages
+            # were encoded with DPRContextEncoder (scripts/ance/encode_corpus_wiki.py: title and
+            # text as a pair, 256 tokens). The RoBERTa + linear + LayerNorm AnceEncoder is
+            # pyserini's MS MARCO ANCE, not this one.
+            name="ance-multi",
+            description="ANCE trained on DPR's multi-dataset data (castorini/ance-dpr-*-multi: DPR towers, CLS, "
+                        "[CLS] title [SEP] text [SEP], 256 tokens, exact inner product)",
+            backend="transformers",
+            defaults={
+                "query_model": model_option("castorini/ance-dpr-question-multi"),
+                "passage_model": model_option("castorini/ance-dpr-context-multi"),
+                "revision": REVISION,
+                "max_length": positive_int(256),
+            },
+            pooling="cls",
+            format="dpr",
+        ),
         _contriever("contriever", "facebook/contriever", "Contriever, unsupervised (facebook/contriever)"),
         _contriever("contriever-msmarco", "facebook/contriever-msmarco", "Contriever fine-tuned on MS MARCO"),
         Preset(
@@ -146,8 +166,41 @@ def _load_art(**options: Any):
     return load_art(**options)
 
 
+def _load_fid(**options: Any):
+    from harness_builtins.dense.fid import load_fid_encoder
+
+    return load_fid_encoder(**options)
+
+
+#: FiD's DKRR retrievers as pyserini publishes them (``castorini/dkrr-dpr-{nq,tqa}-retriever``):
+#: one mean-pooled BERT, "question: " / "title: ... context: ..." inputs (:mod:`.fid`).
+DKRR_MODELS = {
+    "dkrr-nq": ("castorini/dkrr-dpr-nq-retriever", "Natural Questions"),
+    "dkrr-tqa": ("castorini/dkrr-dpr-tqa-retriever", "TriviaQA"),
+}
+
+#: The ART checkpoint the ``mss`` encoder loads: the masked-salient-span pre-trained retriever ART
+#: and UPR start from (a Megatron checkpoint only; no hub model is published).
+MSS_CHECKPOINT = "mss"
+
+
+def _dkrr_spec(name: str, model: str, data: str) -> EncoderSpec:
+    return EncoderSpec(
+        name=name,
+        description=f"DKRR retriever distilled from FiD's reader on {data} ({model}: shared BERT, mean pooling, "
+                    f"'question: ' questions, 'title: ... context: ...' passages, 200 tokens, inner product)",
+        load=_load_fid,
+        options=Options({
+            "model": model_option(model),
+            "revision": REVISION,
+            "max_length": positive_int(200, help="passage tokens (FiD's passage_maxlength)"),
+            "query_max_length": positive_int(512, help="question tokens (pyserini does not truncate questions)"),
+        }) | RUNTIME_OPTIONS,
+    )
+
+
 def encoder_specs() -> list[EncoderSpec]:
-    """Every built-in encoder: the presets above, REALM and ART."""
+    """Every built-in encoder: the presets above, DKRR, REALM, ART and MSS."""
     specs = [
         EncoderSpec(
             name=preset.name,
@@ -157,6 +210,7 @@ def encoder_specs() -> list[EncoderSpec]:
         )
         for preset in PRESETS.values()
     ]
+    specs.extend(_dkrr_spec(name, model, data) for name, (model, data) in DKRR_MODELS.items())
     specs.append(
         EncoderSpec(
             name="realm",
@@ -190,6 +244,18 @@ def encoder_specs() -> list[EncoderSpec]:
                 "checkpoint": choice(DEFAULT_CHECKPOINT, ART_CHECKPOINT_NAMES,
                                      help="ART's released retriever, fetched and converted into the cache on first use"),
                 "model": path(None, help="a `harness convert art` folder (wins over checkpoint)"),
+                "max_length": positive_int(256, nullable=True),
+            }) | RUNTIME_OPTIONS,
+        )
+    )
+    specs.append(
+        EncoderSpec(
+            name="mss",
+            description="MSS retriever (masked salient spans, EMDR2, 82k steps; ART's and UPR's first stage): ART's released "
+                        "Megatron checkpoint, downloaded and converted once (CLS, [CLS] title [SEP] text [SEP], 256 tokens)",
+            load=functools.partial(_load_art, checkpoint=MSS_CHECKPOINT),
+            options=Options({
+                "model": path(None, help="a `harness convert art` folder of the MSS checkpoint (wins over the download)"),
                 "max_length": positive_int(256, nullable=True),
             }) | RUNTIME_OPTIONS,
         )
