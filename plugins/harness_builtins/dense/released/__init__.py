@@ -1,8 +1,3 @@
-"""Released passage embeddings searched by the dense engine (``-o embeddings=NAME``).
-
-- :mod:`~harness_builtins.dense.released.formats`: a reader per release format.
-- :mod:`~harness_builtins.dense.released.importer`: a release into an embedding cache, ids mapped.
-- :mod:`~harness_builtins.dense.released.check`: a sample re-encoded and compared before the
-  release is trusted.
-- :mod:`~harness_builtins.dense.released.use`: what a dense retriever does with the option.
-"""
+"""Released passage embeddings: the vectors a retriever's authors (or pyserini) published, read
+from their own files (:mod:`.formats`, with the restricted unpickler of :mod:`.unpickle`) and
+imported into the embedding cache a ``harness run`` would have written."""
