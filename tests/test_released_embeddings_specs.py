@@ -1,0 +1,389 @@
+"""Released embeddings as data: their spec files (every bad key one line naming file and key), the
+built-in specs, ``harness list embeddings``, ``harness data fetch NAME`` of a multi-part release
+through the loopback server (checksums, a publisher md5, a resumed transfer), user spec folders,
+and the encoder presets the releases need (built on tiny models, nothing downloaded)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import harness.registry
+from harness.cli.main import main
+from harness.data.embeddings import (
+    disk_needed,
+    fetch_embeddings,
+    matching_releases,
+    read_embeddings_spec,
+    released_embeddings,
+)
+from harness.errors import InputFileError
+from loopback import serving
+from test_dense_models import dense_plugin, tiny_bert, tiny_dpr  # noqa: F401 (fixture)
+
+GOOD = {
+    "name": "fake-release",
+    "description": "a fake release",
+    "corpus": "wikipedia-dpr-100w",
+    "encoder": "dpr-multi",
+    "format": "faiss-flat",
+    "rows": 10,
+    "dim": 4,
+    "license": "l",
+    "citation": "c",
+}
+GOOD_PART = {"url": "https://example.org/a.bin", "path": "embeddings/fake/a.bin"}
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _spec_text(top: dict, parts: list[dict]) -> str:
+    lines = [f"{key} = {_toml_value(value)}" for key, value in top.items()]
+    for part in parts:
+        lines.append("[[parts]]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in part.items())
+    return "\n".join(lines) + "\n"
+
+
+def _write(folder: Path, top: dict, parts: list[dict], name: str = "fake-release") -> Path:
+    path = folder / "embeddings" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_spec_text(top, parts))
+    return path
+
+
+# ---- reading specs -------------------------------------------------------------------------------
+
+
+def test_a_good_spec_reads_into_the_record(tmp_path):
+    parts = [
+        {**GOOD_PART, "md5": "0" * 32, "size": 12, "compression": "tar.gz", "members": ["d/index", "d/docid"]},
+        {"url": "https://example.org/b.bin", "path": "embeddings/fake/b.bin", "sha256": "a" * 64},
+    ]
+    spec = read_embeddings_spec(_write(tmp_path, {**GOOD, "dtype": "float16", "id_prefix": "wiki:", "reproduces": "r"}, parts))
+    assert (spec.name, spec.rows, spec.dim, spec.dtype, spec.id_prefix, spec.reproduces) == ("fake-release", 10, 4, "float16", "wiki:", "r")
+    assert spec.parts[0].members == ("d/index", "d/docid") and spec.parts[0].md5 == "0" * 32
+    assert spec.parts[1].sha256 == "a" * 64 and spec.parts[1].compression is None
+    assert spec.source.endswith("fake-release.toml")
+    assert disk_needed(spec) is None  # part b's size is unknown
+    with_sizes = read_embeddings_spec(_write(tmp_path, GOOD, [{**GOOD_PART, "size": 100}]))
+    assert disk_needed(with_sizes) == 100 + 10 * 4 * 4
+    assert disk_needed(read_embeddings_spec(_write(tmp_path, {**GOOD, "disk": 7}, [GOOD_PART]))) == 7
+
+
+BAD_TOP = [
+    ({"name": "Bad Name"}, "'name' must be lowercase"),
+    ({"corpus": 3}, "'corpus' must be str"),
+    ({"corpus": "No Such/corpus"}, "'corpus' must be a corpus name"),
+    ({"encoder": "DPR multi"}, "'encoder' must be a encoder preset name"),
+    ({"format": "numpy"}, "'format' must be one of faiss-flat, dpr-pickle"),
+    ({"rows": 0}, "'rows' must be positive"),
+    ({"rows": "10"}, "'rows' must be int"),
+    ({"dim": -1}, "'dim' must be positive"),
+    ({"disk": 0}, "'disk' must be positive"),
+    ({"dtype": "int8"}, "'dtype' must be one of float32, float16"),
+    ({"id_prefix": "wiki: "}, "'id_prefix' must not contain white space"),
+    ({"reproduces": 1}, "'reproduces' must be str"),
+    ({"colour": "red"}, "unknown key 'colour'"),
+    ({"license": None}, "missing key 'license'"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_TOP)
+def test_every_bad_top_level_key_is_one_line_naming_file_and_key(tmp_path, change, message):
+    top = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    path = _write(tmp_path, top, [GOOD_PART])
+    with pytest.raises(InputFileError) as caught:
+        read_embeddings_spec(path)
+    text = str(caught.value)
+    assert str(path) in text and message in text and "\n" not in text
+
+
+BAD_PART = [
+    ({"url": "ftp://example.org/a"}, "parts[0].'url' must be an http(s):// or file:// URL"),
+    ({"path": "../a.bin"}, "parts[0].'path' must be a relative path"),
+    ({"path": "/abs/a.bin"}, "parts[0].'path' must be a relative path"),
+    ({"sha256": "ABC"}, "parts[0].'sha256' must be 64 lowercase hex digits"),
+    ({"md5": "z" * 32}, "parts[0].'md5' must be 32 lowercase hex digits"),
+    ({"size": 0}, "parts[0].'size' must be positive"),
+    ({"compression": "zip"}, "parts[0].'compression' must be one of tar.gz, tar"),
+    ({"members": ["index"]}, "parts[0].'members' is only for an archive"),
+    ({"compression": "tar", "members": ["../index"]}, "parts[0].'members' must be relative names"),
+    ({"compression": "tar", "members": ["a", "a"]}, "parts[0].'members' names a file twice"),
+    ({"checksum": "x"}, "unknown key parts[0].'checksum'"),
+    ({"url": None}, "missing key parts[0].'url'"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_PART)
+def test_every_bad_part_key_is_one_line_naming_file_and_key(tmp_path, change, message):
+    part = {k: v for k, v in {**GOOD_PART, **change}.items() if v is not None}
+    path = _write(tmp_path, GOOD, [part])
+    with pytest.raises(InputFileError) as caught:
+        read_embeddings_spec(path)
+    text = str(caught.value)
+    assert str(path) in text and message in text and "\n" not in text
+
+
+def test_parts_must_be_tables_listed_and_distinct(tmp_path):
+    path = tmp_path / "embeddings" / "x.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(_spec_text(GOOD, []) + "parts = []\n")
+    with pytest.raises(InputFileError, match=r"x.toml: 'parts' must list at least one part"):
+        read_embeddings_spec(path)
+    path.write_text(_spec_text(GOOD, []) + 'parts = ["a"]\n')
+    with pytest.raises(InputFileError, match=r"'parts\[0\]' must be a table"):
+        read_embeddings_spec(path)
+    path.write_text(_spec_text(GOOD, [GOOD_PART, GOOD_PART]))
+    with pytest.raises(InputFileError, match=r"'parts\[1\].path' is also the path of parts\[0\]"):
+        read_embeddings_spec(path)
+    path.write_text("name = [\n")
+    with pytest.raises(InputFileError, match=r"x.toml: invalid TOML"):
+        read_embeddings_spec(path)
+
+
+# ---- the built-in specs ----------------------------------------------------------------------------
+
+
+def test_every_built_in_release_loads_and_names_a_registered_encoder_and_corpus(dense_plugin):
+    from harness_builtins.datasets.catalog import catalog, released_embeddings as built_in
+
+    releases = built_in(strict=True)
+    names = [r.name for r in releases]
+    assert len(names) == len(set(names)) >= 9
+    encoders = set(harness.registry.registry("encoders").names())
+    corpora = catalog(strict=True).corpora
+    for release in releases:
+        assert release.encoder in encoders, release.name
+        assert release.corpus in corpora, release.name
+        assert release.license and release.citation and release.version, release.name
+        assert "arXiv:" in release.citation, release.name
+        assert all(p.url.startswith("https://") for p in release.parts), release.name
+        assert all(p.path.startswith("embeddings/") for p in release.parts), release.name
+    by_name = {r.name: r for r in releases}
+    assert len(by_name["dpr-nq-single-wikipedia"].parts) == 50
+    assert {r.format for r in releases} == {"faiss-flat", "dpr-pickle", "contriever-pickle", "art-pickle"}
+    # pyserini's table: md5, size and document count as published
+    multi = by_name["pyserini-dpr-multi"]
+    assert (multi.rows, multi.parts[0].md5, multi.parts[0].size) == (21015320, "fe307ef2e60ab6e6f3ad66e24a4144ae", 59836766732)
+    assert by_name["pyserini-dkrr-nq"].rows == 21015324
+    # a release is found by name and by what a run would encode
+    assert released_embeddings("pyserini-ance-multi").encoder == "ance-multi"
+    assert [r.name for r in matching_releases("wikipedia-dpr-100w", "dpr-nq")] == ["dpr-nq-single-wikipedia", "pyserini-dpr-single-nq"]
+    assert matching_releases("squad-v1.1-dev-paragraphs", "dpr-nq") == []
+
+
+def test_an_unknown_release_name_suggests_a_known_one():
+    from harness.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="pyserini-dpr-multi"):
+        released_embeddings("pyserini-dpr-mult")
+
+
+def test_list_embeddings_shows_columns(capsys):
+    assert main(["list", "embeddings"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:6] == ["name", "encoder", "corpus", "rows", "size", "disk"]
+    rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert rows["pyserini-dpr-multi"][1:8] == ["dpr-multi", "wikipedia-dpr-100w", "21,015,320", "59.8", "GB", "124.4", "GB"]
+    assert rows["contriever-wikipedia"][4:6] == ["?", "?"]  # the publisher gives no size
+
+
+# ---- fetching through the loopback server -----------------------------------------------------------
+
+
+PARTS = {"shard_0": b"first shard " * 100, "shard_1": b"second shard " * 90, "shard_2": b"third " * 200}
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A loopback server with three parts, a user spec folder declaring them (part 0 pinned by
+    sha256, part 1 by the publisher's md5, part 2 by nothing), and an empty data folder."""
+    root = tmp_path / "site"
+    root.mkdir()
+    for name, data in PARTS.items():
+        (root / name).write_bytes(data)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with serving(root) as server:
+        specs = tmp_path / "specs"
+        parts = [
+            {"url": f"{server.url}/shard_0", "path": "embeddings/fake/shard_0", "sha256": hashlib.sha256(PARTS["shard_0"]).hexdigest(),
+             "size": len(PARTS["shard_0"])},
+            {"url": f"{server.url}/shard_1", "path": "embeddings/fake/shard_1", "md5": hashlib.md5(PARTS["shard_1"]).hexdigest()},
+            {"url": f"{server.url}/shard_2", "path": "embeddings/fake/shard_2"},
+        ]
+        _write(specs, {**GOOD, "name": "user-release", "format": "dpr-pickle"}, parts, name="user-release")
+        monkeypatch.setenv("HARNESS_SPEC_PATH", str(specs))
+        from harness.plugins import loaded_plugins
+        from harness.registry import KINDS, Registry
+
+        monkeypatch.setattr(harness.registry, "_cache", {k: Registry.collect(loaded_plugins().manager, k) for k in KINDS})
+        yield server, tmp_path
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_user_spec_folder_adds_a_release(capsys, site):
+    code, out, err = _cli(capsys, "list", "embeddings")
+    assert code == 0, err
+    names = [line.split()[0] for line in out.splitlines()[1:]]
+    assert "user-release" in names and "pyserini-dpr-multi" in names
+
+
+def test_data_fetch_fetches_every_part_in_order_and_says_the_disk_first(capsys, site):
+    server, tmp_path = site
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("released embeddings user-release: 3 part(s) (0 already here), ? to download, ? on disk")
+    assert "free under" in lines[0]
+    assert lines[1].startswith("user-release part 1/3: downloaded, verified")
+    assert lines[2].startswith("user-release part 2/3: downloaded, sha256") and "(no pinned checksum: recorded)" in lines[2]
+    assert lines[3].startswith("user-release part 3/3: downloaded")
+    assert [r.path for r in server.log] == ["/shard_0", "/shard_1", "/shard_2"]
+    data = tmp_path / "data" / "embeddings" / "fake"
+    for name, content in PARTS.items():
+        assert (data / name).read_bytes() == content
+    assert json.loads((data / ".shard_1.md5").read_text())["md5"] == hashlib.md5(PARTS["shard_1"]).hexdigest()
+    server.log.clear()
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    assert code == 0 and "(3 already here)" in out and out.count(": present,") == 3 and not server.log
+
+
+def test_a_corrupt_part_is_refused_naming_the_part_and_its_path(capsys, site):
+    server, tmp_path = site
+    server.corrupt = True
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    target = tmp_path / "data" / "embeddings" / "fake" / "shard_0"
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"released embeddings 'user-release', part 1/3 ({target})" in err and "checksum mismatch" in err
+    assert not target.exists()
+
+
+def test_a_part_that_does_not_match_its_published_md5_is_deleted_and_named(capsys, site):
+    server, tmp_path = site
+    (server.root / "shard_1").write_bytes(b"not what was published")
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    target = tmp_path / "data" / "embeddings" / "fake" / "shard_1"
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"part 2/3 ({target})" in err and f"expected md5 {hashlib.md5(PARTS['shard_1']).hexdigest()}" in err
+    assert not target.exists() and (target.parent / "shard_0").is_file()
+    (server.root / "shard_1").write_bytes(PARTS["shard_1"])
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    assert code == 0, err
+    assert target.read_bytes() == PARTS["shard_1"]
+
+
+def test_a_dropped_transfer_resumes_where_it_stopped(capsys, site):
+    server, tmp_path = site
+    server.drop_after, server.drops = 500, 1
+    release = released_embeddings("user-release")
+    paths = fetch_embeddings(release, progress=False)
+    assert [p.read_bytes() for p in paths] == list(PARTS.values())
+    assert any(r.path == "/shard_0" and r.range == "bytes=500-" for r in server.log)
+    assert server.sent("shard_0") == len(PARTS["shard_0"])  # nothing sent twice
+
+
+def test_offline_a_missing_part_names_its_url_and_path(capsys, site, monkeypatch):
+    server, tmp_path = site
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    code, out, err = _cli(capsys, "data", "fetch", "user-release", "--no-progress")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "part 1/3" in err and f"{server.url}/shard_0" in err and str(tmp_path / "data" / "embeddings" / "fake" / "shard_0") in err
+
+
+def test_a_broken_user_spec_is_left_out_and_asking_for_it_says_why(capsys, site, monkeypatch, tmp_path):
+    bad = tmp_path / "bad-specs"
+    _write(bad, {**GOOD, "name": "broken-release", "rows": -3}, [GOOD_PART], name="broken-release")
+    monkeypatch.setenv("HARNESS_SPEC_PATH", str(bad))
+    monkeypatch.setattr(harness.registry, "_cache", {})  # collected afresh by the command
+    code, out, err = _cli(capsys, "data", "fetch", "broken-release", "--no-progress")
+    assert code == 2 and "broken-release.toml" in err and "'rows' must be positive" in err, err
+    assert "is not defined" not in err and "did you mean" not in err
+    code, out, err = _cli(capsys, "list", "embeddings")
+    assert code == 0 and "broken-release" not in out and "pyserini-dpr-multi" in out
+    assert "broken-release.toml: 'rows' must be positive" in err
+
+
+# ---- the presets the releases need -------------------------------------------------------------------
+
+
+def test_the_new_presets_are_declared_with_their_publishers_hub_ids(dense_plugin):
+    from harness_builtins.dense.art_checkpoints import ART_CHECKPOINTS
+    from harness_builtins.dense.presets import DKRR_MODELS, MSS_CHECKPOINT, PRESETS
+
+    encoders = harness.registry.registry("encoders")
+    ance = PRESETS["ance-multi"]
+    assert ance.options["query_model"] == "castorini/ance-dpr-question-multi"
+    assert ance.options["passage_model"] == "castorini/ance-dpr-context-multi"
+    assert (ance.pooling, ance.format, ance.options["max_length"]) == ("cls", "dpr", 256)
+    assert DKRR_MODELS["dkrr-nq"][0] == "castorini/dkrr-dpr-nq-retriever"
+    assert DKRR_MODELS["dkrr-tqa"][0] == "castorini/dkrr-dpr-tqa-retriever"
+    for name in ("ance-multi", "dkrr-nq", "dkrr-tqa", "mss"):
+        assert name in encoders
+    assert encoders.get("dkrr-tqa").options["model"] == "castorini/dkrr-dpr-tqa-retriever"
+    mss = ART_CHECKPOINTS[MSS_CHECKPOINT]
+    assert mss.dropbox_url == "https://www.dropbox.com/s/069xj395ftxv4hz/mss-emdr2-retriever-base-steps82k.tar.gz?dl=1"
+    assert encoders.get("mss").load.keywords == {"checkpoint": "mss"}
+
+
+def test_ance_multi_encodes_as_dpr_towers_do(dense_plugin, tmp_path):
+    import torch
+    from transformers import BertTokenizer, DPRContextEncoder, DPRQuestionEncoder
+
+    question, ctx = tiny_dpr(tmp_path / "q", "question", seed=5), tiny_dpr(tmp_path / "c", "ctx", seed=6)
+    encoder = harness.registry.load("encoders", "ance-multi", {"query_model": str(question), "passage_model": str(ctx), "device": "cpu"}).value
+    passages = [("Paris", "Paris is the capital of France."), ("", "An untitled passage about rivers.")]
+    got_p = encoder.encode_passages(passages)
+    got_q = encoder.encode_queries(["what is the capital of france"])
+    tokenizer = BertTokenizer.from_pretrained(ctx)
+    with torch.no_grad():
+        model_c, model_q = DPRContextEncoder.from_pretrained(ctx).eval(), DPRQuestionEncoder.from_pretrained(question).eval()
+        pair = tokenizer("Paris", "Paris is the capital of France.", return_tensors="pt", truncation=True, max_length=256)
+        pair["token_type_ids"].zero_()
+        alone = tokenizer("An untitled passage about rivers.", return_tensors="pt")
+        want_p = np.stack([model_c(**pair).pooler_output[0].numpy(), model_c(**alone).pooler_output[0].numpy()])
+        want_q = model_q(**tokenizer("what is the capital of france", return_tensors="pt")).pooler_output.numpy()
+    np.testing.assert_allclose(got_p, want_p, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_q, want_q, rtol=1e-4, atol=1e-5)
+
+
+def test_dkrr_encodes_with_fids_prefixes_and_masked_mean_pooling(dense_plugin, tmp_path):
+    import torch
+    from transformers import BertModel, BertTokenizer
+
+    bert = tiny_bert(tmp_path / "bert", seed=7, pooler=False)
+    encoder = harness.registry.load("encoders", "dkrr-nq", {"model": str(bert), "device": "cpu"}).value
+    long_text = " ".join(["river"] * 300)
+    passages = [("Paris", "Paris is the capital of France."), ("Seine", long_text)]
+    questions = ["what is the capital of france", "where does the seine flow"]
+    got_p, got_q = encoder.encode_passages(passages), encoder.encode_queries(questions)
+    tokenizer, model = BertTokenizer.from_pretrained(bert), BertModel.from_pretrained(bert).eval()
+
+    def masked_mean(texts, max_length, pad_to=None):  # pyserini's _mean_pooling over padded inputs
+        batch = tokenizer(texts, return_tensors="pt", truncation=True, max_length=max_length,
+                          padding="max_length" if pad_to else True)
+        with torch.no_grad():
+            hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        hidden = hidden.masked_fill(batch["attention_mask"][:, :, None] == 0, 0.0)
+        return (hidden.sum(1) / batch["attention_mask"].sum(1)[:, None]).numpy()
+
+    want_p = masked_mean([f"title: {t} context: {x}" for t, x in passages], 200)
+    want_q = masked_mean([f"question: {q}" for q in questions], 40, pad_to=40)
+    np.testing.assert_allclose(got_p, want_p, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_q, want_q, rtol=1e-4, atol=1e-5)
+    # the passage side's identity says how it words passages, so its caches are its own
+    assert json.loads(encoder.identity())["format"] == "fid"
