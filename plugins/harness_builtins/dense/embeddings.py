@@ -16,6 +16,16 @@ vectors exactly, so every score the search computes is the model's own; a larger
 (DPR's 21M x 768: 30 GiB instead of 60), whose rounding (a relative 2^-11 per coordinate) the
 search measures against each question's scores and reports where it could decide a ranking.
 
+**Imported releases** (:mod:`harness_builtins.dense.released.importer`, ``-o embeddings=NAME``)
+are caches of this same layout under ``<root>/<corpus name>-release-<key>/``, keyed by the
+release's name, the digest of its parts and the corpus fingerprint: float32 whatever the corpus
+size (the release's own values), one row per release vector in the release's order (passages the
+release lacks have no row and are never retrieved), ``meta.json`` recording the release
+(``release``: name, digest, format, parts, the id mapping). When a release's vectors lie float32 in
+row order in one file (a faiss flat index), ``meta["store"]`` names that file, byte offset, size
+and time, and the shards are views of it memory-mapped in place (:func:`mapped_store_shards`)
+instead of ``emb-*.npy`` copies.
+
 The key is a digest of the encoder identity (model name and revision, or the content digest of a
 local directory; formatting, pooling, max length, precision) and the corpus fingerprint, so any
 change to either gives a new cache and an unchanged pair reuses it. The shard size is not part of
@@ -123,7 +133,11 @@ class EmbeddingCache:
         self.count: int = meta["passages"]
         self.dim: int = meta["dim"]
         n = meta["shards"]
-        self.shards: list[np.ndarray] = [np.load(path / shard_name("emb", s), mmap_mode="r") for s in range(n)]
+        store = meta.get("store")
+        if store is not None:
+            self.shards: list[np.ndarray] = mapped_store_shards(path, store, self.shard_size, self.count, self.dim)
+        else:
+            self.shards = [np.load(path / shard_name("emb", s), mmap_mode="r") for s in range(n)]
         self.ids: list[np.ndarray] = [np.load(path / shard_name("ids", s), mmap_mode="r") for s in range(n)]
         rows = sum(len(s) for s in self.shards)
         if rows != self.count or any(len(a) != len(b) for a, b in zip(self.shards, self.ids)):
@@ -143,6 +157,12 @@ class EmbeddingCache:
 
     def __len__(self) -> int:
         return self.count
+
+    @property
+    def release(self) -> dict[str, Any] | None:
+        """Where an imported release's vectors came from (``meta["release"]``), or None when this
+        cache was encoded here."""
+        return self.meta.get("release")
 
     def vectors(self, dtype: Any = np.float32) -> Iterator[np.ndarray]:
         """Each shard's vectors converted to ``dtype`` (one shard in memory at a time)."""
@@ -181,6 +201,29 @@ class EmbeddingCache:
         parts = [np.asarray(self.shards[s][rows[shard == s] - s * self.shard_size], dtype=np.float32)
                  for s in np.unique(shard).tolist()]
         return np.ascontiguousarray(np.concatenate(parts))
+
+
+def mapped_store_shards(path: Path, store: dict[str, Any], shard_size: int, rows: int, dim: int) -> list[np.ndarray]:
+    """The shards of a cache whose float32 vectors lie in another file (``meta["store"]``: a
+    release's own contiguous block, memory-mapped in place): read-only views of ``shard_size``
+    rows each. The file must still be the one recorded (its size and modification time): a release
+    deleted or replaced since the import is an error naming it."""
+    file = Path(store["path"])
+    offset, stored_rows = int(store["offset"]), int(store["rows"])
+    try:
+        st = file.stat()
+    except OSError:
+        raise HarnessError(f"{path}: its vectors lie in {file}, which is gone; fetch the release again or delete "
+                           f"{path} to import it afresh") from None
+    if stored_rows != rows or st.st_size != store.get("size") or st.st_mtime_ns != store.get("mtime_ns"):
+        raise HarnessError(f"{path}: its vectors lie in {file}, which changed since it was imported (size or time); "
+                           f"delete {path} to import the release again")
+    if offset + 4 * rows * dim > st.st_size:
+        raise HarnessError(f"{file} is too short for {rows} float32 vectors of width {dim} at byte {offset}")
+    if rows == 0:
+        return []
+    block = np.memmap(file, dtype=np.float32, mode="r", offset=offset, shape=(rows, dim))
+    return [block[start : start + shard_size] for start in range(0, rows, shard_size)]
 
 
 def embed_corpus(

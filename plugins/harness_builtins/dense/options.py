@@ -6,7 +6,7 @@ every module of it may import this one.
 
 from __future__ import annotations
 
-from harness.api import Option, Options, boolean, choice, positive_int, text
+from harness.api import Option, Options, boolean, choice, non_negative_int, positive_int, text
 
 #: Input formats and poolings of the transformers encoders, and the formats a sentence-transformers
 #: model accepts (it takes strings, not segment pairs); :mod:`.encoders` documents them.
@@ -49,4 +49,7 @@ INDEX_OPTIONS = Options({
     "pq_nbits": positive_int(8),
     "gpu": boolean("auto", literals=("auto",), help="search on GPU: auto | true | false"),
     "shard_size": positive_int(100_000, help="passages per embedding shard on disk"),
+    # released passage vectors searched instead of encoding the corpus (harness list embeddings)
+    "embeddings": text(None, help="a released embeddings name: search its vectors instead of encoding the corpus"),
+    "embeddings_check": non_negative_int(64, help="passages re-encoded to check a release against the encoder (0: none)"),
 })

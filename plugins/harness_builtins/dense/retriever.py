@@ -50,6 +50,9 @@ class DenseRetriever:
         index: IndexConfig | None = None,
         shard_size: int = INDEX_OPTIONS["shard_size"],
         chunk_size: int | None = None,
+        embeddings: str | None = None,
+        embeddings_check: int = INDEX_OPTIONS["embeddings_check"],
+        preset: str | None = None,
     ):
         if not isinstance(encoder, Encoder):
             raise TypeError(f"{type(encoder).__name__} does not implement the Encoder protocol")
@@ -61,6 +64,13 @@ class DenseRetriever:
         self.dense_index: DenseIndex | None = None
         #: Questions whose ranking float16 rounding decided (:meth:`DenseIndex.ranked`).
         self.decided_by_rounding = 0
+        #: A released embeddings name searched instead of encoding the corpus, the passages
+        #: re-encoded to check it, and the encoder preset this retriever is (releases name one).
+        self.embeddings = embeddings
+        self.embeddings_check = embeddings_check
+        self.preset = preset
+        #: The release's use once indexed (:func:`~harness_builtins.dense.released.use.release_cache`).
+        self.release: dict[str, Any] | None = None
 
     def parameters(self) -> dict[str, Any]:
         if isinstance(self.encoder, (DualEncoder, TransformersEncoder, SentenceTransformerEncoder)):
@@ -68,7 +78,12 @@ class DenseRetriever:
             params = side_parameters(query, passage)
         else:
             params = encoder_parameters(self.encoder)
-        return {**params, "similarity": "inner_product", **self.index_config.parameters()}
+        params = {**params, "similarity": "inner_product", **self.index_config.parameters()}
+        if self.release is not None:  # the release's vectors decide the numbers
+            params["embeddings"] = {"name": self.release["name"], "digest": self.release["digest"]}
+        elif self.embeddings:
+            params["embeddings"] = {"name": self.embeddings}
+        return params
 
     def compute(self) -> dict[str, Any]:
         """How the run computed (the result's ``compute`` block): the passage encoder's device and
@@ -99,6 +114,8 @@ class DenseRetriever:
                 record["encode_seconds"] = round(cache.encode_seconds, 3)
                 record["encode_passages_per_s"] = round(cache.encoded / cache.encode_seconds, 3)
             record["decided_by_rounding"] = self.decided_by_rounding
+        if self.release is not None:
+            record["embeddings"] = self.release
         training = getattr(self.encoder, "training_compute", None)
         if callable(training) and training() is not None:
             record["training"] = training()  # a trained checkpoint: how its training was spread
@@ -110,14 +127,25 @@ class DenseRetriever:
         if self.dense_index is not None and self.dense_index.cache.meta.get("corpus_fingerprint") == corpus.fingerprint:
             return
         apply_threads(context.threads)
-        cache = embed_corpus(
-            self.encoder,
-            corpus,
-            Path(context.cache_dir) / CACHE_SUBDIR,
-            shard_size=self.shard_size,
-            chunk_size=self.chunk_size,
-            progress=context.progress,
-        )
+        root = Path(context.cache_dir) / CACHE_SUBDIR
+        if self.embeddings:
+            from harness_builtins.dense.released.use import release_cache
+
+            cache, self.release = release_cache(self.embeddings, corpus, self.encoder, self.preset, root,
+                                                check=self.embeddings_check, progress=context.progress)
+        else:
+            if self.preset is not None and not _cache_complete(root, corpus, self.encoder):
+                from harness_builtins.dense.released.use import hint_release
+
+                hint_release(corpus, self.preset)
+            cache = embed_corpus(
+                self.encoder,
+                corpus,
+                root,
+                shard_size=self.shard_size,
+                chunk_size=self.chunk_size,
+                progress=context.progress,
+            )
         self.dense_index = DenseIndex.build(cache, self.index_config, progress=context.progress)
 
     def use_index(self, dense_index: DenseIndex) -> None:
@@ -157,6 +185,19 @@ class DenseRetriever:
         ]
 
 
+def _cache_complete(root: Path, corpus: Corpus, encoder: Encoder) -> bool:
+    """Whether the corpus's embedding cache for ``encoder`` is complete (nothing to encode)."""
+    import json
+
+    from harness_builtins.dense.embeddings import META_FILE, cache_path
+
+    try:
+        meta = json.loads((cache_path(root, corpus, encoder.identity()) / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("complete"))
+
+
 def build_retriever(encoder: str | EncoderSpec, **options: Any) -> DenseRetriever:
     """A :class:`DenseRetriever` over a registered encoder (by name, or its spec), with ``options``:
     the encoder's own (see its :class:`~harness.api.EncoderSpec`) and the engine's
@@ -180,5 +221,6 @@ def build_retriever(encoder: str | EncoderSpec, **options: Any) -> DenseRetrieve
             f"encoder {spec.name!r} loaded a {type(model).__name__}, which lacks identity(), "
             f"encode_queries() or encode_passages()"
         )
-    return DenseRetriever(model, index=IndexConfig.from_options(engine), shard_size=engine["shard_size"])
+    return DenseRetriever(model, index=IndexConfig.from_options(engine), shard_size=engine["shard_size"],
+                          embeddings=engine["embeddings"], embeddings_check=engine["embeddings_check"], preset=spec.name)
 

