@@ -11,6 +11,7 @@ A published table is one TOML file (plugins register the records, :mod:`harness.
     allowance = { points = 1.0, reason = "..." }  # paper tables: expected reproduction gap
     url = "https://..."                  # optional
     note = "..."                         # optional
+    scope = { index_file = "lucene-index.wikipedia-dpr-100w.20210120.d1b9e6.tar.gz" }  # optional
 
     [[rows]]
     system = "BM25"                      # as the paper names it
@@ -41,6 +42,15 @@ points (:func:`allowed_difference`):
   last printed digit (81.6 allows 0.05, 80.89 allows 0.005) plus the table's allowance.
 
 ``--tolerance POINTS`` replaces both rules with one bound for every row.
+
+``scope`` says what the table's numbers are for where a result records it: parameter = value
+pairs (strings, numbers, booleans) that a result's retriever parameters must not contradict. A
+result is compared with the table's rows only if every scope parameter it records, at any depth
+of its parameters (a hybrid's sparse side counts), has the scope's value (:func:`in_scope`); a
+result that records none of them (a dense retriever: it uses no such index) is compared as before.
+The BM25 retriever records the prebuilt Lucene index it searched (``index_file``, its pyserini
+file name), so pyserini's figures for the 2021 index and for the Lucene 10 rebuild (pyserini
+2.1.0 on) are each checked against results of their own index only.
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ MAX_DIGITS = 6
 _EPSILON = 1e-9
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-_TABLE_KEYS = {"name", "title", "citation", "url", "note", "rows", "kind", "digits", "allowance", "version"}
+_TABLE_KEYS = {"name", "title", "citation", "url", "note", "rows", "kind", "digits", "allowance", "version", "scope"}
 _ROW_KEYS = {"system", "suite", "values", "part", "retriever", "note", "options", "digits"}
 
 
@@ -136,6 +146,12 @@ def read_published_table(path: str | Path) -> PublishedTable:
         if not isinstance(spec["reason"], str) or not spec["reason"].strip():
             fail("'allowance.reason' must be a non-empty string")
         allowance, reason = float(points), spec["reason"]
+    scope = data.get("scope", {})
+    if not isinstance(scope, dict):
+        fail("'scope' must be a table of parameter = value")
+    for key, value in scope.items():
+        if not isinstance(value, (str, int, float, bool)):
+            fail(f"scope parameter {key!r} must be a string, number or boolean")
     rows_data = data.get("rows")
     if not isinstance(rows_data, list) or not rows_data:
         fail("'rows' must be a non-empty array of tables ([[rows]])")
@@ -189,7 +205,7 @@ def read_published_table(path: str | Path) -> PublishedTable:
         name=name, title=text(data, "title"), citation=text(data, "citation"), rows=tuple(rows),
         url=text(data, "url", required=False), note=text(data, "note", required=False),
         kind=kind, digits=table_digits, allowance=allowance, allowance_reason=reason,
-        version=text(data, "version", required=False), source=str(path),
+        version=text(data, "version", required=False), scope=tuple(sorted(scope.items())), source=str(path),
     )
 
 
@@ -263,11 +279,35 @@ def has_options(result: Result, options: Mapping[str, object]) -> bool:
     )
 
 
+def _recorded(parameters: object, key: str) -> list[object]:
+    """Every value of ``key`` at any depth of a result's retriever parameters."""
+    found: list[object] = []
+    if isinstance(parameters, Mapping):
+        for name, value in parameters.items():
+            if name == key:
+                found.append(value)
+            found.extend(_recorded(value, key))
+    elif isinstance(parameters, (list, tuple)):
+        for value in parameters:
+            found.extend(_recorded(value, key))
+    return found
+
+
+def in_scope(table: PublishedTable, result: Result) -> bool:
+    """Whether ``result`` may be compared with ``table``: every scope parameter it records (at any
+    depth of its retriever parameters) has the table's value (see the module notes)."""
+    for key, value in table.scope:
+        for recorded in _recorded(result.parameters, key):
+            if isinstance(recorded, bool) != isinstance(value, bool) or recorded != value:
+                return False
+    return True
+
+
 def checks(tables: Sequence[PublishedTable], results: Sequence[Result]) -> tuple[list[Check], list[tuple[PublishedTable, PublishedRow]]]:
     """Every comparison the results allow, and the reproducible rows no result covers.
 
     A result is compared with a row of its suite whose ``retriever`` is the result's label and
-    whose ``options`` its retriever parameters all have.
+    whose ``options`` its retriever parameters all have, in the table's ``scope`` (:func:`in_scope`).
     """
     done: list[Check] = []
     missing: list[tuple[PublishedTable, PublishedRow]] = []
@@ -275,7 +315,10 @@ def checks(tables: Sequence[PublishedTable], results: Sequence[Result]) -> tuple
         for row in table.rows:
             if row.retriever is None:
                 continue
-            matched = [r for r in results if r.suite == row.suite and r.label == row.retriever and has_options(r, row.options)]
+            matched = [
+                r for r in results
+                if r.suite == row.suite and r.label == row.retriever and has_options(r, row.options) and in_scope(table, r)
+            ]
             covered = False
             for result in matched:
                 for k, value in row.values.items():

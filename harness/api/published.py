@@ -63,6 +63,9 @@ class PublishedTable:
     allowance: float = 0.0
     allowance_reason: str = ""
     version: str = ""
+    #: ``(parameter, value)`` pairs a result's retriever must not contradict to be compared with
+    #: this table (:func:`harness.analysis.published.in_scope`), e.g. the BM25 index its numbers are for.
+    scope: tuple[tuple[str, str | int | float | bool], ...] = ()
     source: str = field(default="", compare=False)  # where the record was read from, for messages
 
     @property
