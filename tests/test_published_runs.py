@@ -336,8 +336,9 @@ def test_malformed_streamed_runs_name_file_and_line(capsys, site):
     want = bad_syntax.index('"has_answer" false')
     code, out, err = _score_file(capsys, tmp_path, "syntax.json.gz", gzip.compress(bad_syntax.encode()), "dpr")
     assert code == 2 and f"syntax.json.gz:{bad_syntax[:want].count(chr(10)) + 1}: invalid JSON" in err, err
-    code, out, err = _score_file(capsys, tmp_path, "other.json", json.dumps(records[:2][::-1]).encode(), "upr")
-    assert code == 2 and "other.json:1: item 0: question" in err and "does not match" in err
+    foreign = [records[0], dict(records[1], question="a question of another set")]
+    code, out, err = _score_file(capsys, tmp_path, "other.json", json.dumps(foreign).encode(), "upr")
+    assert code == 2 and "other.json:1: item 1: question 'a question of another set' is not a question of the suite" in err, err
     no_member = _tar_gz("x/readme.txt", b"{}")
     code, out, err = _score_file(capsys, tmp_path, "none.tar.gz", no_member, "upr")
     assert code == 2 and "none.tar.gz: the archive has no .json member (members: 'downloads/README', 'x/readme.txt')" in err

@@ -44,6 +44,8 @@ Matching a file's questions to a suite
 - ``dpr-json`` is positional; each item's ``question`` must equal the suite's question (after the
   references' only normalisation, ``’`` to ``'``), else an error names the first mismatch. A
   pyserini file's ``question``, when present, is checked the same way.
+- ``upr-json`` and ``rankify-json`` lists are matched by question text, never by position (see
+  :mod:`harness.runfiles.stream`).
 - Suite questions absent from the file count as no hit; :attr:`Run.missing` lists them and
   scoring warns with their count (:class:`RunWarning`). Note that pyserini's evaluator divides
   by the number of questions *in the file*, so on a file that omits questions its numbers are
@@ -646,9 +648,11 @@ def read_run(
     :class:`InputFileError` (one line).
     """
     path = Path(path)
+    parts = None
     if isinstance(questions, Suite):
         if allow_index is None:
             allow_index = len(questions.parts) == 1
+        parts = [(p.name, len(p.questions)) for p in questions.parts]
         questions = questions.questions
     elif allow_index is None:
         allow_index = True
@@ -680,7 +684,7 @@ def read_run(
             raise InputFileError(path, "a compressed TREC run is not supported: decompress it first")
         with _gc_paused():
             found, missing, mismatched = read_streamed(
-                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep
+                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep, parts=parts
             )
             rankings = {
                 qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)

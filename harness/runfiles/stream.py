@@ -28,10 +28,28 @@ Formats (all JSON; see :mod:`harness.runfiles.readers` for ``dpr-json`` and ``py
   ``-light``): DPR's list shape, ids integers or strings, contexts ``{"id", "score",
   "has_answer", "title"?, "text"?}`` (the light files carry no text), an optional ``query_id``.
 
-List members answer the suite's questions by position (member *i* is question *i*, and its
-``question`` must equal the suite's), object members by qid (suite ids, or positions), as the
-one-piece readers do. Every problem is one :class:`~harness.errors.InputFileError` naming the file
-(``ARCHIVE (member NAME)`` for a tar member) and the line the offending member starts on.
+Matching a file's questions to the suite: ``dpr-json`` list members answer the suite's questions
+by position (member *i* is question *i*, and its ``question`` must equal the suite's), as DPR's
+own files do. ``upr-json`` and ``rankify-json`` list members are matched by question TEXT, never
+by position (:class:`_TextAligner`): each member's ``question`` must be a question of the suite
+(after the references' only normalisation, ``’`` to ``'``; for Rankify also with the ``?`` its
+``Question`` class appends), so a file in another order scores the same. A text the suite has
+several times goes to its questions in suite order when their answers are the same, else to the
+one whose answers equal the member's; a question matching no suite question, more members than
+the suite has questions of that text, or a text whose answers single out none of its questions is
+an error. Object members are matched by qid (suite ids, or positions) and their question checked,
+as the one-piece readers do.
+
+One member per part (``member = "{part}"``, :data:`PER_PART`): a ``.tar.gz`` that holds one
+``.json`` file per suite part (UPR's EntityQuestions runs: one file per relation) is read in one
+pass; each ``.json`` member belongs to the part whose name is a token of its file name (``P17``
+in ``entity-questions/P17.test.json``, never in ``P170.json``) and its entries (list members, or
+object members keyed by the relation file's own qids) are matched by text against that part's
+questions only. A member naming no part or two, or two members of one part, is an error;
+a part without a member counts its questions as missing.
+
+Every problem is one :class:`~harness.errors.InputFileError` naming the file (``ARCHIVE (member
+NAME)`` for a tar member) and the line the offending member starts on.
 """
 
 from __future__ import annotations
@@ -57,6 +75,10 @@ CHUNK = 4 << 20
 #: Run formats this module reads.
 STREAM_FORMATS = ("dpr-json", "pyserini-json", "upr-json", "rankify-json")
 COMPRESSIONS = ("gzip", "tar.gz")
+#: Formats whose list-shaped files are matched to the suite by question text (see the module notes).
+TEXT_MATCHED = ("upr-json", "rankify-json")
+#: ``member`` value of a ``.tar.gz`` holding one ``.json`` file per suite part.
+PER_PART = "{part}"
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _INDEX = re.compile(r"[0-9]+")
@@ -111,9 +133,64 @@ def open_stream(path: str | Path, compression: str | None, member: str | None = 
             except (tarfile.TarError, OSError, EOFError) as exc:
                 raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
             with archive:
-                yield _tar_member(archive, path, member)
+                yield _tar_member(archive, path, None if member == PER_PART else member)
     finally:
         raw.close()
+
+
+def part_of_member(member: str, parts: Sequence[str]) -> list[str]:
+    """The parts whose name is a token of ``member``'s file name (``P17`` in ``x/P17.test.json``,
+    not in ``P170.json``): letters and digits on neither side."""
+    base = member.rsplit("/", 1)[-1]
+    return [p for p in parts if re.search(rf"(?<![A-Za-z0-9]){re.escape(p)}(?![A-Za-z0-9])", base)]
+
+
+def iter_part_members(path: str | Path, parts: Sequence[str]) -> Iterator[tuple[str, str, IO[bytes]]]:
+    """``(member name, part, body)`` for each ``.json`` member of the ``.tar.gz`` at ``path``, in
+    archive order, read in one pass (each body only until the next member is asked for)."""
+    path = Path(path)
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+    seen: dict[str, str] = {}
+    names: list[str] = []
+    with raw:
+        try:
+            archive = tarfile.open(fileobj=raw, mode="r|gz")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
+        with archive:
+            members = iter(archive)
+            while True:
+                try:
+                    info = next(members, None)
+                except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                    raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
+                if info is None:
+                    break
+                name = info.name.removeprefix("./")
+                names.append(name)
+                if not (info.isreg() and name.endswith(".json")):
+                    continue
+                found = part_of_member(name, parts)
+                if len(found) != 1:
+                    what = "names no part" if not found else f"names parts {', '.join(found)}"
+                    raise InputFileError(
+                        path, f"member {name!r} {what} of the suite (one .json member per part, named with the part: "
+                        f"{', '.join(parts[:4])}{', ...' if len(parts) > 4 else ''})",
+                    )
+                part = found[0]
+                if part in seen:
+                    raise InputFileError(path, f"members {seen[part]!r} and {name!r} are both part {part}")
+                seen[part] = name
+                body = archive.extractfile(info)
+                if body is None:  # a regular file always has a body
+                    raise InputFileError(path, f"member {name!r} cannot be read")
+                yield name, part, body
+    if not seen:
+        listed = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+        raise InputFileError(path, f"the archive has no .json member (members: {listed or 'none'})")
 
 
 def _tar_member(archive: tarfile.TarFile, path: Path, member: str | None) -> IO[bytes]:
@@ -411,6 +488,127 @@ class _Aligner:
         return tuple(q.id for i, q in enumerate(self.questions) if i not in self.seen)
 
 
+def _normalized(text: str) -> str:
+    return text.replace("\u2019", "'")
+
+
+class _TextAligner:
+    """Puts list-shaped entries on the suite's questions by question text (see the module notes),
+    among the questions at ``positions`` (all when None: one part's, for a per-part member)."""
+
+    def __init__(self, questions: Sequence[Question], name: str, *, rankify: bool, positions: Sequence[int] | None = None):
+        self.questions, self.name, self.rankify = questions, name, rankify
+        self.texts: dict[str, list[int]] = {}
+        self.positions = range(len(questions)) if positions is None else positions
+        for i in self.positions:
+            self.texts.setdefault(_normalized(questions[i].text), []).append(i)
+        self.seen: dict[int, int] = {}  # suite position -> the line of the entry that took it
+        self.mismatched: list[str] = []
+
+    def _fail(self, entry: Entry, problem: str) -> None:
+        raise InputFileError(self.name, entry.where + problem, line=entry.line)
+
+    def target(self, entry: Entry) -> int:
+        if entry.question is None:
+            self._fail(entry, "no 'question': entries of this format are matched to the suite by question text")
+        text = _normalized(entry.question)
+        key = text if text in self.texts else None
+        if key is None and self.rankify and text.endswith("?") and text[:-1] in self.texts:
+            key = text[:-1]  # Rankify's Question.check_question appends "?" to a question without one
+        if key is None:
+            self._fail(entry, f"question {_short(entry.question)} is not a question of the suite (is this run for another question set?)")
+        same = self.texts[key]
+        free = [i for i in same if i not in self.seen]
+        if not free:
+            lines = ", ".join(str(self.seen[i]) for i in same)
+            self._fail(entry, f"question {_short(entry.question)} again: the suite has it {len(same)} time(s), "
+                              f"already matched by the entries on line(s) {lines}")
+        if len({tuple(self.questions[i].answers) for i in free}) > 1:
+            answers = tuple(entry.answers) if isinstance(entry.answers, list) else None
+            chosen = [i for i in free if answers is not None and tuple(self.questions[i].answers) == answers]
+            if not chosen:
+                ids = ", ".join(repr(self.questions[i].id) for i in free)
+                self._fail(entry, f"question {_short(entry.question)} matches {len(free)} suite questions ({ids}) with different "
+                                  "answers, and the entry's answers single out none of them")
+            free = chosen
+        if len(free) > 1 and not entry.where.startswith("item ") and _INDEX.fullmatch(entry.qid or "") is not None:
+            # a keyed file's own qid (its position in the question file) breaks a tie between
+            # questions of the same text and answers, which score alike either way
+            hinted = int(entry.qid)
+            if hinted < len(self.positions) and self.positions[hinted] in free:
+                free = [self.positions[hinted]]
+        target = free[0]
+        question = self.questions[target]
+        self.seen[target] = entry.line
+        if entry.answers is not None and (not isinstance(entry.answers, list) or tuple(entry.answers) != tuple(question.answers)):
+            self.mismatched.append(question.id)
+        return target
+
+    def missing(self) -> tuple[str, ...]:
+        return tuple(q.id for i, q in enumerate(self.questions) if i not in self.seen)
+
+
+class _Placer:
+    """Where each entry of a run goes: positional or keyed entries by :class:`_Aligner`, list-shaped
+    entries of the :data:`TEXT_MATCHED` formats by :class:`_TextAligner` (within one part's
+    questions while a per-part member is read)."""
+
+    def __init__(self, questions: Sequence[Question], name: str, fmt: str, allow_index: bool):
+        self.questions, self.fmt = questions, fmt
+        self.keyed = _Aligner(questions, name, allow_index)
+        self.by_text = _TextAligner(questions, name, rankify=fmt == "rankify-json")
+        self.texts: list[_TextAligner] = []
+        self.per_part = False
+
+    def part(self, name: str, positions: Sequence[int]) -> None:
+        """Entries from now on come from member ``name`` and answer the questions at ``positions``."""
+        self.by_text = _TextAligner(self.questions, name, rankify=self.fmt == "rankify-json", positions=positions)
+        self.keyed.name = name
+        self.per_part = True
+
+    def target(self, entry: Entry) -> int:
+        positional = entry.where.startswith("item ")
+        if self.per_part or (positional and self.fmt in TEXT_MATCHED):
+            if self.by_text not in self.texts:
+                self.texts.append(self.by_text)
+            return self.by_text.target(entry)
+        return self.keyed.target(entry, positional=positional)
+
+    def missing(self) -> tuple[str, ...]:
+        taken = set(self.keyed.seen)
+        for aligner in self.texts:
+            taken.update(aligner.seen)
+        return tuple(q.id for i, q in enumerate(self.questions) if i not in taken)
+
+    def mismatched(self) -> tuple[str, ...]:
+        return tuple(self.keyed.mismatched) + tuple(q for a in self.texts for q in a.mismatched)
+
+
+def _members(path: str | Path, fmt: str, compression: str | None, member: str | None, chunk: int,
+             parts: Sequence[tuple[str, int]] | None, placer: _Placer) -> Iterator[Entry]:
+    """The entries of the run, from one member or, for :data:`PER_PART`, from each part's member
+    in turn (``parts``: each part's name and question count, in suite order)."""
+    if member != PER_PART:
+        name = source_name(path, member)
+        with open_stream(path, compression, member) as body:
+            yield from iter_entries(body, name, fmt, chunk)
+        return
+    if compression != "tar.gz":
+        raise InputFileError(path, f'member = "{PER_PART}" (one member per part) needs a .tar.gz archive')
+    if fmt not in TEXT_MATCHED:
+        raise InputFileError(path, f'member = "{PER_PART}" (one member per part) is for {" and ".join(TEXT_MATCHED)} runs, not {fmt}')
+    if not parts:
+        raise InputFileError(path, f'member = "{PER_PART}" needs a suite with parts')
+    starts, at = {}, 0
+    for part_name, count in parts:
+        starts[part_name] = range(at, at + count)
+        at += count
+    for member_name, part_name, body in iter_part_members(path, [n for n, _ in parts]):
+        name = source_name(path, member_name)
+        placer.part(name, starts[part_name])
+        yield from iter_entries(body, name, fmt, chunk)
+
+
 def _checked(entry: Entry, question: Question, name: str) -> None:
     from harness.scoring.rankings import check_columns
 
@@ -460,28 +658,27 @@ def score_streamed(
     passage the file carries no text for is matched on its text in the suite's corpus."""
     from harness.scoring.ranks import first_hit_ranks
 
-    name = source_name(path, member)
     questions = suite.questions
-    aligner = _Aligner(questions, name, len(suite.parts) == 1 if allow_index is None else allow_index)
+    placer = _Placer(questions, source_name(path, member), fmt, len(suite.parts) == 1 if allow_index is None else allow_index)
+    parts = [(p.name, len(p.questions)) for p in suite.parts]
     ranks: list[int | None] = [None] * len(questions)
     depth = 0
     corpus_text = _passages(suite, None)
     mode: MatchMode = suite.match
-    with open_stream(path, compression, member) as body:
-        for entry in iter_entries(body, name, fmt, chunk):
-            target = aligner.target(entry, positional=entry.where.startswith("item "))
-            question = questions[target]
-            _checked(entry, question, name)
-            texts = entry.texts
+    for entry in _members(path, fmt, compression, member, chunk, parts, placer):
+        target = placer.target(entry)
+        question = questions[target]
+        _checked(entry, question, placer.keyed.name)
+        texts = entry.texts
 
-            def lookup(position: int, _texts=texts, _ids=entry.ids) -> str:
-                text = _texts[position]
-                return text if text is not None else corpus_text(_ids[position])
+        def lookup(position: int, _texts=texts, _ids=entry.ids) -> str:
+            text = _texts[position]
+            return text if text is not None else corpus_text(_ids[position])
 
-            (rank,) = first_hit_ranks([question], [range(len(entry.ids))], lookup, mode=mode)
-            ranks[target] = rank
-            depth = max(depth, len(entry.ids))
-    return StreamScore(ranks=ranks, depth=depth, missing=aligner.missing(), answer_mismatches=tuple(aligner.mismatched))
+        (rank,) = first_hit_ranks([question], [range(len(entry.ids))], lookup, mode=mode)
+        ranks[target] = rank
+        depth = max(depth, len(entry.ids))
+    return StreamScore(ranks=ranks, depth=depth, missing=placer.missing(), answer_mismatches=placer.mismatched())
 
 
 def read_streamed(
@@ -494,29 +691,30 @@ def read_streamed(
     allow_index: bool = True,
     keep: int | None = None,
     chunk: int = CHUNK,
+    parts: Sequence[tuple[str, int]] | None = None,
 ):
     """The file's rankings ``{suite question id: [(id, score, title, text, has_answer), ...]}``
     (every suite question, empty where the file lacks it), each cut to its top ``keep`` hits (all
     when None) as it is read, so memory is bounded by ``keep`` and not by the file; with the
     missing questions and those whose answers differ
-    (:func:`harness.runfiles.readers.read_run` makes a ``Run`` of them)."""
-    name = source_name(path, member)
+    (:func:`harness.runfiles.readers.read_run` makes a ``Run`` of them). ``parts`` (each part's
+    name and question count, in order) is needed for ``member = PER_PART``."""
     questions = tuple(questions)
-    aligner = _Aligner(questions, name, allow_index)
+    placer = _Placer(questions, source_name(path, member), fmt, allow_index)
     rankings: dict[str, tuple] = {q.id: () for q in questions}
-    with open_stream(path, compression, member) as body:
-        for entry in iter_entries(body, name, fmt, chunk):
-            target = aligner.target(entry, positional=entry.where.startswith("item "))
-            question = questions[target]
-            _checked(entry, question, name)
-            stop = len(entry.ids) if keep is None else min(keep, len(entry.ids))
-            rankings[question.id] = list(
-                zip(entry.ids[:stop], entry.scores[:stop], entry.titles[:stop], entry.texts[:stop], entry.flags[:stop])
-            )
-    return rankings, aligner.missing(), tuple(aligner.mismatched)
+    for entry in _members(path, fmt, compression, member, chunk, parts, placer):
+        target = placer.target(entry)
+        question = questions[target]
+        _checked(entry, question, placer.keyed.name)
+        stop = len(entry.ids) if keep is None else min(keep, len(entry.ids))
+        rankings[question.id] = list(
+            zip(entry.ids[:stop], entry.scores[:stop], entry.titles[:stop], entry.texts[:stop], entry.flags[:stop])
+        )
+    return rankings, placer.missing(), placer.mismatched()
 
 
 __all__ = [
-    "CHUNK", "COMPRESSIONS", "STREAM_FORMATS", "Entry", "JsonMembers", "StreamScore", "detect_compression",
-    "iter_entries", "open_stream", "read_streamed", "score_streamed", "source_name",
+    "CHUNK", "COMPRESSIONS", "PER_PART", "STREAM_FORMATS", "TEXT_MATCHED", "Entry", "JsonMembers", "StreamScore",
+    "detect_compression", "iter_entries", "iter_part_members", "open_stream", "part_of_member", "read_streamed",
+    "score_streamed", "source_name",
 ]
