@@ -26,6 +26,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from harness import hookimpl
 from harness.api import EmbeddingsPart, InMemoryCorpus, Passage, ReleasedEmbeddings, RunContext
 from harness.errors import HarnessError
 
@@ -148,28 +149,53 @@ def assert_same_rankings(hits, expected):
         np.testing.assert_array_equal(np.array([h.score for h in ranking], np.float32), scores)
 
 
+class _Releases:
+    """A plugin registering the releases a test adds."""
+
+    def __init__(self):
+        self.specs: dict[str, ReleasedEmbeddings] = {}
+
+    @hookimpl
+    def register_embeddings(self, register):
+        for spec in self.specs.values():
+            register(spec)
+
+
 @pytest.fixture
-def registered(monkeypatch):
-    """Register releases (``add(spec, reader_factory)``): the registry line and the fetch are
-    replaced by these (the reader is handed to the importer)."""
-    from harness.registry import Entry, Registry
+def releases(monkeypatch):
+    """``add(spec)`` registers a release through the plugin hook (the registry line re-collected)."""
+    import harness.registry
+    from harness.plugins import loaded_plugins, register_plugin
+
+    plugin = _Releases()
+    manager = loaded_plugins().manager
+    register_plugin(manager, plugin, "tests-releases")
+    cache = dict(harness.registry._cache)
+    monkeypatch.setattr(harness.registry, "_cache", cache)
+
+    def add(spec):
+        plugin.specs[spec.name] = spec
+        cache.pop("embeddings", None)
+
+    try:
+        yield add
+    finally:
+        manager.unregister(plugin)
+
+
+@pytest.fixture
+def registered(releases, monkeypatch):
+    """Register releases read by the stand-in reader (``add(spec, reader_factory)``): nothing is
+    fetched, the reader is handed to the importer."""
     from harness_builtins.dense.released import importer, use
 
-    specs: dict[str, ReleasedEmbeddings] = {}
     readers = {}
 
     def add(spec, reader):
-        specs[spec.name] = spec
+        releases(spec)
         readers[spec.name] = reader
 
     original = importer.import_release
-
-    def registry_now():
-        return Registry("embeddings", {n: Entry(s, "tests") for n, s in specs.items()})
-
-    monkeypatch.setattr(use, "released", lambda name: registry_now().get(name))
-    monkeypatch.setattr(use, "matching", lambda corpus, enc: [s for s in specs.values()
-                                                               if s.corpus == corpus and s.encoder == enc])
     monkeypatch.setattr(use, "fetch", lambda spec, progress: [Path(f"/nonexistent/{spec.name}.bin")])
     monkeypatch.setattr(importer, "import_release",
                         lambda spec, *a, **kw: original(spec, *a, reader=readers[spec.name](), **kw))
@@ -231,6 +257,71 @@ def test_a_release_searches_exactly_like_brute_force(world, registered, tmp_path
     again.index(world["corpus"], context(tmp_path))
     assert "import" not in again.compute()["embeddings"]
     assert_same_rankings(again.search(world["questions"], K, context(tmp_path)), brute_force(world, retriever, ids, vectors))
+
+
+# --- every format, written by its publisher's layout, fetched from the loopback server --------------
+
+
+def _release_files(kind: str, site: Path, ids: list[str], vectors: np.ndarray) -> tuple[str, str, list[Path], str]:
+    """Write a release of ``kind`` under ``site`` with the fixtures' writers: (format, id prefix,
+    files, stored dtype)."""
+    import released_fixtures as rf
+
+    if kind == "faiss-flat":
+        return "faiss-flat", "", rf.write_faiss_flat_tar(site / "tiny-faiss.tar.gz", ids, vectors), "float32"
+    if kind == "dpr-pickle":
+        return "dpr-pickle", "wiki:", rf.write_dpr_pickles(site / "dpr", [f"wiki:{i}" for i in ids], vectors, 3), "float32"
+    if kind == "contriever-pickle":
+        files = rf.write_contriever_tar(site / "wikipedia_embeddings.tar", ids, vectors.astype(np.float16), 2)
+        return "contriever-pickle", "", files, "float16"
+    if kind == "art-pickle":
+        return "art-pickle", "", rf.write_art_pickle(site / "mss.pkl", [int(i) for i in ids], vectors), "float16"
+    return "wiki-dpr", "", rf.write_wiki_dpr_parquet(site / "wiki_dpr", ids, vectors, 2), "float32"
+
+
+@pytest.mark.parametrize("kind, layout", [
+    ("faiss-flat", "missing"), ("dpr-pickle", "shuffled"), ("contriever-pickle", "missing"),
+    ("art-pickle", "shuffled"), ("wiki-dpr", "in order"),
+])
+def test_each_format_fetched_imported_and_searched_exactly(world, releases, tmp_path, monkeypatch, kind, layout, capfd):
+    from loopback import serving
+
+    ids, vectors = list(world["ids"]), world["vectors"]
+    if layout == "shuffled":
+        order = np.random.default_rng(11).permutation(len(ids))
+        ids, vectors = [ids[i] for i in order], vectors[order]
+    elif layout == "missing":  # as DPR's releases lack a few passages
+        keep = np.ones(len(ids), bool)
+        keep[[0, 777, 1500, 1998]] = False
+        ids, vectors = [i for i, k in zip(ids, keep) if k], vectors[keep]
+    site = tmp_path / "site"
+    fmt, prefix, files, stored = _release_files(kind, site, ids, vectors)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    with serving(site) as server:
+        parts = tuple(
+            EmbeddingsPart(url=f"{server.url}/{f.relative_to(site).as_posix()}", path=f"released/{kind}/{f.name}",
+                           compression="tar.gz" if f.name.endswith(".tar.gz") else None)
+            for f in files)
+        spec = ReleasedEmbeddings(name=f"tiny-{kind}", description="test", corpus=CORPUS, encoder="dpr-nq",
+                                  format=fmt, parts=parts, rows=len(ids), dim=world["dim"], id_prefix=prefix,
+                                  dtype=stored)
+        releases(spec)
+        retriever = retriever_for(world, embeddings=spec.name)
+        retriever.index(world["corpus"], context(tmp_path))
+    released = np.asarray(vectors, dtype=np.float16 if stored == "float16" else np.float32).astype(np.float32)
+    hits = retriever.search(world["questions"], K, context(tmp_path))
+    assert_same_rankings(hits, brute_force(world, retriever, ids, released))
+    record = retriever.compute()["embeddings"]
+    assert record["format"] == fmt and record["rows"] == len(ids) and record["in_place"] == (kind == "faiss-flat")
+    assert record["check"]["min_cosine"] > 0.999 and record["check"]["sample"] == 64
+    missing = sorted(set(world["ids"]) - set(ids), key=int)
+    assert record["mapping"]["missing"] == len(missing) and record["mapping"]["missing_ids"] == missing
+    err = capfd.readouterr().err
+    assert f"searching released embeddings 'tiny-{kind}'" in err
+    assert ("can never be retrieved: " + ", ".join(missing) in err) if missing else "never be retrieved" not in err
+    if kind == "faiss-flat":  # the unpacked index's own block is the float32 store
+        store = retriever.dense_index.cache.meta["store"]
+        assert Path(store["path"]).name == "index" and store["path"].startswith(str(tmp_path / "data"))
 
 
 def test_in_place_cache_notices_a_changed_release(world, registered, tmp_path):

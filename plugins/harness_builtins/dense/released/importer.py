@@ -199,7 +199,7 @@ def import_release(
         if reader is None:
             from harness_builtins.dense.released.formats import open_release
 
-            reader = open_release(spec.format, paths, dim=spec.dim)
+            reader = open_release(spec.format, readable_paths(spec, paths), dim=spec.dim)
         stats = _import(spec, paths, corpus, encoder_identity, digest, reader, work, shard_size, progress)
         if final.exists():
             shutil.rmtree(final)
@@ -207,6 +207,26 @@ def import_release(
     cache = EmbeddingCache.open(final)
     cache.imported = stats
     return cache
+
+
+def readable_paths(spec: ReleasedEmbeddings, paths: Sequence[Path]) -> list[Path]:
+    """The files the format's reader opens: a faiss-flat release's archive (pyserini ships its
+    folder as a ``.tar.gz``) unpacked once beside it, into the folder named as the archive without
+    its suffix (the ``index`` in it is then memory-mapped in place); other parts as fetched (the
+    Contriever reader reads its tar as it is)."""
+    if spec.format != "faiss-flat":
+        return list(paths)
+    from harness_builtins.dense.released.formats import unpack_faiss_archive
+
+    out = []
+    for i, path in enumerate(paths):
+        part = spec.parts[i] if i < len(spec.parts) else None
+        archive = (part is not None and part.compression is not None) or path.name.endswith((".tar", ".tar.gz", ".tgz"))
+        if archive and path.is_file():
+            name = re.sub(r"\.(tar\.gz|tgz|tar)$", "", path.name)
+            path = unpack_faiss_archive(path, path.with_name(name if name != path.name else f"{name}.unpacked"))
+        out.append(path)
+    return out
 
 
 @contextlib.contextmanager
@@ -233,11 +253,11 @@ def _where(reader: Any, paths: Sequence[Path], row: int | None = None) -> str:
 
 def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identity: str, digest: str, reader: Any,
             work: Path, shard_size: int, progress: bool) -> ImportStats:
-    rows = int(reader.rows)
+    rows = spec.rows  # the reader's count where it knows it without reading (else checked at the end)
     if int(reader.dim) != spec.dim:
         raise HarnessError(f"{_where(reader, paths)}: {reader.dim}-d vectors, release {spec.name!r} says {spec.dim}-d")
-    if rows != spec.rows:
-        raise HarnessError(f"{_where(reader, paths)}: {rows:,} vectors, release {spec.name!r} says {spec.rows:,}")
+    if reader.rows is not None and int(reader.rows) != rows:
+        raise HarnessError(f"{_where(reader, paths)}: {int(reader.rows):,} vectors, release {spec.name!r} says {rows:,}")
     count = len(corpus)
     contiguous = reader.contiguous()
     in_place = contiguous is not None
@@ -260,7 +280,8 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
     stats = ImportStats()
     started = time.perf_counter()
     start = done_shards * shard_size
-    writer = _ShardWriter(work, shard_size, spec.dim, rows, copy=not in_place, first=done_shards)
+    writer = _ShardWriter(work, shard_size, spec.dim, rows, copy=not in_place, first=done_shards,
+                          where=_where(reader, paths))
     with progress_bar(total=rows, initial=start, desc=f"import {spec.name}", unit="vec", enabled=progress) as bar:
         row = start
         first_chunk = True
@@ -284,11 +305,7 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
             stats.bytes_read += vectors.nbytes
             bar.update(n)
             first_chunk = False
-        if row != rows:
-            raise HarnessError(f"{_where(reader, paths)}: {row:,} vectors read, the release holds {rows:,}")
-    for s in writer.finish():
-        owner.flush()
-        _write_progress(work, {**state, "shards_done": s + 1})
+    writer.finish()
     stats.rows = rows - start
     stats.seconds = time.perf_counter() - started
     missing = np.flatnonzero(np.asarray(owner) == 0)
@@ -405,8 +422,9 @@ class _ShardWriter:
     """Writes the cache's shards in release order: each shard's vectors (when copying) into a
     memory-mapped temporary, then its ids and vectors renamed into place."""
 
-    def __init__(self, work: Path, shard_size: int, dim: int, rows: int, *, copy: bool, first: int):
+    def __init__(self, work: Path, shard_size: int, dim: int, rows: int, *, copy: bool, first: int, where: str):
         self.work, self.shard_size, self.dim, self.rows, self.copy = work, shard_size, dim, rows, copy
+        self.where = where
         self.shard = first
         self.filled = 0
         self.ids: list[str] = []
@@ -423,7 +441,7 @@ class _ShardWriter:
             size = self._size(self.shard)
             take = min(size - self.filled, len(ids) - at)
             if take <= 0:
-                raise HarnessError(f"the release gives more than its {self.rows:,} rows")
+                raise HarnessError(f"{self.where}: more than the release's {self.rows:,} vectors")
             if self.copy:
                 if self.vectors is None:
                     tmp = self.work / f".{shard_name('emb', self.shard)}.{os.getpid()}.tmp"
@@ -440,8 +458,9 @@ class _ShardWriter:
         return finished
 
     def finish(self) -> list[int]:
-        if self.filled:
-            raise HarnessError(f"the release ended inside shard {self.shard}")
+        if self.filled or self.shard * self.shard_size < self.rows:
+            read = self.shard * self.shard_size + self.filled
+            raise HarnessError(f"{self.where}: {read:,} vectors, the release says {self.rows:,}")
         return []
 
     def _close(self) -> None:
