@@ -322,7 +322,7 @@ def test_a_broken_user_spec_is_left_out_and_asking_for_it_says_why(capsys, site,
 
 
 def test_the_new_presets_are_declared_with_their_publishers_hub_ids(dense_plugin):
-    from harness_builtins.dense.art_checkpoints import ART_CHECKPOINTS
+    from harness_builtins.dense.art_checkpoints import ART_CHECKPOINTS, OTHER_CHECKPOINTS, checkpoint_info
     from harness_builtins.dense.presets import DKRR_MODELS, MSS_CHECKPOINT, PRESETS
 
     encoders = harness.registry.registry("encoders")
@@ -335,7 +335,8 @@ def test_the_new_presets_are_declared_with_their_publishers_hub_ids(dense_plugin
     for name in ("ance-multi", "dkrr-nq", "dkrr-tqa", "mss"):
         assert name in encoders
     assert encoders.get("dkrr-tqa").options["model"] == "castorini/dkrr-dpr-tqa-retriever"
-    mss = ART_CHECKPOINTS[MSS_CHECKPOINT]
+    mss = checkpoint_info(MSS_CHECKPOINT)
+    assert mss is OTHER_CHECKPOINTS["mss"] and "mss" not in ART_CHECKPOINTS  # not an ART-trained retriever
     assert mss.dropbox_url == "https://www.dropbox.com/s/069xj395ftxv4hz/mss-emdr2-retriever-base-steps82k.tar.gz?dl=1"
     assert encoders.get("mss").load.keywords == {"checkpoint": "mss"}
 
@@ -387,3 +388,34 @@ def test_dkrr_encodes_with_fids_prefixes_and_masked_mean_pooling(dense_plugin, t
     np.testing.assert_allclose(got_q, want_q, rtol=1e-4, atol=1e-5)
     # the passage side's identity says how it words passages, so its caches are its own
     assert json.loads(encoder.identity())["format"] == "fid"
+
+
+def test_mss_fetches_and_converts_its_megatron_checkpoint_as_art_does(dense_plugin, tmp_path, monkeypatch):
+    """The ``mss`` encoder: the archive under MSS's released file name (a tiny Megatron dual encoder,
+    ``model = {query_model, context_model}`` as ART's load_dualencoder_checkpoint reads it) from a
+    loopback mirror, converted by the ART path; the same vectors as ``harness convert art``."""
+    import tarfile
+
+    from harness_builtins.dense.art import ArtEncoder
+    from harness_builtins.dense.art_checkpoints import MIRROR_ENV, OTHER_CHECKPOINTS
+    from harness_builtins.dense.convert import convert_art
+    from realm_art_checkpoints import VOCAB, art_checkpoint, save_megatron_dir
+
+    file = OTHER_CHECKPOINTS["mss"].file
+    src = save_megatron_dir(tmp_path / "src" / file.removesuffix(".tar.gz"), art_checkpoint(11))
+    served = tmp_path / "served"
+    served.mkdir()
+    with tarfile.open(served / file, "w:gz") as tar:
+        tar.add(src, arcname=src.name)
+    reference = ArtEncoder.from_pretrained(convert_art(src, tmp_path / "converted", vocab=VOCAB, progress=False), device="cpu")
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with serving(served) as server:
+        monkeypatch.setenv(MIRROR_ENV, server.url)
+        encoder = harness.registry.load("encoders", "mss", {"device": "cpu"}).value
+        assert [r.path for r in server.log] == [f"/{file}"]
+    questions, passages = ["who wrote the origin of species?"], [("Charles Darwin", "Darwin published it in 1859.")]
+    np.testing.assert_array_equal(encoder.encode_queries(questions), reference.encode_queries(questions))
+    np.testing.assert_array_equal(encoder.encode_passages(passages), reference.encode_passages(passages))
+    assert encoder.parameters()["checkpoint"] == "mss"
+    assert (tmp_path / "cache" / "checkpoints" / "art" / "mss" / "query_encoder").is_dir()

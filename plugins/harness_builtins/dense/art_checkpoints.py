@@ -107,10 +107,16 @@ ART_CHECKPOINTS: dict[str, ArtCheckpoint] = _checkpoints(
      "BERT-large towers (ICT initialisation), NQ-Open questions, T0-3B teacher"),
     ("trivia-large-t0-3b", "7melarvj5u245ut", "trivia-ict-init-T0-3B-large.tar.gz",
      "BERT-large towers (ICT initialisation), TriviaQA questions, T0-3B teacher"),
-    ("mss", "069xj395ftxv4hz", "mss-emdr2-retriever-base-steps82k.tar.gz",
-     "the masked salient span (MSS) pre-trained retriever every ART run starts from (EMDR2, 82k steps; no teacher)"),
 )
 ART_CHECKPOINT_NAMES: tuple[str, ...] = tuple(ART_CHECKPOINTS)
+
+#: Other retrievers released as Megatron checkpoints in ART's layout, loaded by their own encoder
+#: presets (not ``-r art``): the masked salient span (MSS) retriever every ART run starts from
+#: (ART's README, "Required checkpoints"; EMDR2, 82k steps), the ``mss`` encoder.
+OTHER_CHECKPOINTS: dict[str, ArtCheckpoint] = _checkpoints(
+    ("mss", "069xj395ftxv4hz", "mss-emdr2-retriever-base-steps82k.tar.gz",
+     "the masked salient span (MSS) pre-trained retriever (EMDR2, 82k steps), ART's and UPR's first stage"),
+)
 
 #: The checkpoint ``-r art`` uses without ``-o checkpoint=`` or ``-o model=``. ART's README and
 #: the seeds' tables report no EntityQuestions evaluation to take a checkpoint from, so the default is the
@@ -123,6 +129,8 @@ DEFAULT_CHECKPOINT = "multi-t0-3b"
 def checkpoint_info(name: str) -> ArtCheckpoint:
     from harness.errors import UnknownNameError
 
+    if name in OTHER_CHECKPOINTS:
+        return OTHER_CHECKPOINTS[name]
     if name not in ART_CHECKPOINTS:
         raise UnknownNameError("ART checkpoint", name, ART_CHECKPOINTS)
     return ART_CHECKPOINTS[name]
