@@ -297,7 +297,7 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
                                    f"holds NaN or infinite values")
             corpus_rows = _map_ids(spec, ids, ids_map, reader, paths, row, first=first_chunk and row == 0)
             _claim(owner, corpus_rows, row, ids, reader, paths, ids_map)
-            passage_ids = [i[len(spec.id_prefix):] for i in ids]
+            passage_ids = [i[len(spec.id_prefix):] for i in ids] if spec.id_prefix else list(ids)
             for s in writer.add(passage_ids, vectors):
                 owner.flush()
                 _write_progress(work, {**state, "shards_done": s + 1})
@@ -375,11 +375,14 @@ def _map_ids(spec: ReleasedEmbeddings, ids: Sequence[str], ids_map: IdMap, reade
              *, first: bool) -> np.ndarray:
     """The corpus rows of a chunk's release ids; an unknown id is an error (see the module notes)."""
     prefix = spec.id_prefix
-    bare = [i[len(prefix):] if isinstance(i, str) and i.startswith(prefix) else None for i in ids]
-    known = np.full(len(ids), -1, dtype=np.int64)
-    present = [k for k, b in enumerate(bare) if b is not None]
-    if present:
-        known[present] = ids_map.rows([bare[k] for k in present])
+    if not prefix:
+        known = ids_map.rows(ids)
+    else:
+        bare = [i[len(prefix):] if i.startswith(prefix) else None for i in ids]
+        known = np.full(len(ids), -1, dtype=np.int64)
+        present = [k for k, b in enumerate(bare) if b is not None]
+        if present:
+            known[present] = ids_map.rows([bare[k] for k in present])
     unknown = np.flatnonzero(known < 0)
     if len(unknown):
         bad = int(unknown[0])
@@ -466,9 +469,10 @@ class _ShardWriter:
     def _close(self) -> None:
         s = self.shard
         tmp_ids = self.work / f".{shard_name('ids', s)}.{os.getpid()}.tmp"
-        width = max(1, max((len(i.encode("utf-8")) for i in self.ids), default=1))
+        encoded = [i.encode("utf-8") for i in self.ids]
+        width = max(1, max(map(len, encoded), default=1))
         with open(tmp_ids, "wb") as f:
-            np.save(f, np.array([i.encode("utf-8") for i in self.ids], dtype=f"S{width}"))
+            np.save(f, np.array(encoded, dtype=f"S{width}"))
         os.replace(tmp_ids, self.work / shard_name("ids", s))
         if self.copy and self.vectors is not None:
             self.vectors.flush()
