@@ -346,6 +346,10 @@ def test_ance_multi_encodes_as_dpr_towers_do(dense_plugin, tmp_path):
     from transformers import BertTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
     question, ctx = tiny_dpr(tmp_path / "q", "question", seed=5), tiny_dpr(tmp_path / "c", "ctx", seed=6)
+    # castorini/ance-dpr-context-multi's config.json names DPRQuestionEncoder for its context
+    # encoder's weights; pyserini loads them with DPRContextEncoder, and so must the preset
+    config = json.loads((ctx / "config.json").read_text())
+    (ctx / "config.json").write_text(json.dumps({**config, "architectures": ["DPRQuestionEncoder"]}))
     encoder = harness.registry.load("encoders", "ance-multi", {"query_model": str(question), "passage_model": str(ctx), "device": "cpu"}).value
     passages = [("Paris", "Paris is the capital of France."), ("", "An untitled passage about rivers.")]
     got_p = encoder.encode_passages(passages)

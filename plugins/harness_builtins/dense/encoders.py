@@ -104,14 +104,23 @@ def load_transformers_model(ref: ModelRef, *, role: str | None = None, allow_mis
                 f"nor DPRContextEncoder ({config.architectures})"
             )
         model_class = getattr(transformers, arch)
-    model, info = model_class.from_pretrained(
-        ref.path, revision=ref.revision, config=config, output_loading_info=True
-    )
-    missing = sorted(
-        key
-        for key in info.get("missing_keys", ())
-        if not (allow_missing_pooler and (key.startswith("pooler.") or ".pooler." in key))
-    )
+    def attempt(cls: Any) -> tuple[Any, list[str]]:
+        loaded, info = cls.from_pretrained(ref.path, revision=ref.revision, config=config, output_loading_info=True)
+        return loaded, sorted(
+            key
+            for key in info.get("missing_keys", ())
+            if not (allow_missing_pooler and (key.startswith("pooler.") or ".pooler." in key))
+        )
+
+    model, missing = attempt(model_class)
+    other = _DPR_CLASSES.get(role or "")
+    if missing and config.model_type == "dpr" and other is not None and other != type(model).__name__:
+        # a DPR checkpoint whose config names the other tower's class (castorini/ance-dpr-context-multi's
+        # says DPRQuestionEncoder): its weights load with the class of the side it is used for, as
+        # pyserini loads it (DPRContextEncoder.from_pretrained)
+        retried, still_missing = attempt(getattr(transformers, other))
+        if not still_missing:
+            model, missing = retried, still_missing
     if missing:
         raise HarnessError(
             f"{ref.name_or_path}: the checkpoint lacks {len(missing)} weight(s) of "
