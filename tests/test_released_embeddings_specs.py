@@ -335,6 +335,7 @@ def test_the_new_presets_are_declared_with_their_publishers_hub_ids(dense_plugin
     for name in ("ance-multi", "dkrr-nq", "dkrr-tqa", "mss"):
         assert name in encoders
     assert encoders.get("dkrr-tqa").options["model"] == "castorini/dkrr-dpr-tqa-retriever"
+    assert encoders.get("dkrr-nq").options["tokenizer"] == "bert-base-uncased"  # pyserini's, not the model repository's
     mss = checkpoint_info(MSS_CHECKPOINT)
     assert mss is OTHER_CHECKPOINTS["mss"] and "mss" not in ART_CHECKPOINTS  # not an ART-trained retriever
     assert mss.dropbox_url == "https://www.dropbox.com/s/069xj395ftxv4hz/mss-emdr2-retriever-base-steps82k.tar.gz?dl=1"
@@ -370,13 +371,20 @@ def test_dkrr_encodes_with_fids_prefixes_and_masked_mean_pooling(dense_plugin, t
     import torch
     from transformers import BertModel, BertTokenizer
 
+    import shutil
+
     bert = tiny_bert(tmp_path / "bert", seed=7, pooler=False)
-    encoder = harness.registry.load("encoders", "dkrr-nq", {"model": str(bert), "device": "cpu"}).value
+    words = tmp_path / "tokenizer"  # the model's repository has no tokenizer: pyserini takes bert-base-uncased's
+    words.mkdir()
+    for file in bert.iterdir():
+        if file.name != "config.json" and "model" not in file.name:
+            shutil.move(file, words / file.name)
+    encoder = harness.registry.load("encoders", "dkrr-nq", {"model": str(bert), "tokenizer": str(words), "device": "cpu"}).value
     long_text = " ".join(["river"] * 300)
     passages = [("Paris", "Paris is the capital of France."), ("Seine", long_text)]
     questions = ["what is the capital of france", "where does the seine flow"]
     got_p, got_q = encoder.encode_passages(passages), encoder.encode_queries(questions)
-    tokenizer, model = BertTokenizer.from_pretrained(bert), BertModel.from_pretrained(bert).eval()
+    tokenizer, model = BertTokenizer.from_pretrained(words), BertModel.from_pretrained(bert).eval()
 
     def masked_mean(texts, max_length, pad_to=None):  # pyserini's _mean_pooling over padded inputs
         batch = tokenizer(texts, return_tensors="pt", truncation=True, max_length=max_length,

@@ -78,14 +78,17 @@ def passage_string(title: str, text: str, format: str) -> str:
 _DPR_CLASSES = {"query": "DPRQuestionEncoder", "passage": "DPRContextEncoder"}
 
 
-def load_transformers_model(ref: ModelRef, *, role: str | None = None, allow_missing_pooler: bool = True):
+def load_transformers_model(
+    ref: ModelRef, *, role: str | None = None, allow_missing_pooler: bool = True, tokenizer: ModelRef | None = None
+):
     """``(model, tokenizer)`` for ``ref``, in eval mode.
 
     ``AutoModel`` maps every DPR config to ``DPRQuestionEncoder``, which silently leaves a context
     encoder's weights (``ctx_encoder.*``) unused and random; DPR checkpoints are therefore loaded
     with the class their config's ``architectures`` names (or, when it names none, the class for
     ``role``). Any weight the checkpoint lacks is an error (except BERT's pooler when the pooling
-    does not use it), so a model is never half random.
+    does not use it), so a model is never half random. ``tokenizer``: where the tokenizer comes
+    from when not from the model's own files.
     """
     import transformers
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -126,9 +129,10 @@ def load_transformers_model(ref: ModelRef, *, role: str | None = None, allow_mis
             f"{ref.name_or_path}: the checkpoint lacks {len(missing)} weight(s) of "
             f"{type(model).__name__} (e.g. {missing[0]}); refusing to encode with random weights"
         )
-    tokenizer = AutoTokenizer.from_pretrained(ref.path, revision=ref.revision)
+    source = tokenizer or ref  # a model whose publisher pairs it with another repository's tokenizer
+    loaded_tokenizer = AutoTokenizer.from_pretrained(source.path, revision=source.revision)
     model.eval()
-    return model, tokenizer
+    return model, loaded_tokenizer
 
 
 class _DeviceSettings:

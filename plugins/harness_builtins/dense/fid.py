@@ -47,16 +47,35 @@ def fid_question(question: str) -> str:
     return f"{QUESTION_PREFIX} {question}"
 
 
-class FidRetrieverEncoder(TransformersEncoder):
-    """A mean-pooled BERT whose inputs carry FiD's prefixes (see the module notes)."""
+#: The tokenizer pyserini's ``DkrrDprQueryEncoder`` and FiD's ``generate_passage_embeddings.py``
+#: use (``bert-base-uncased``), not one shipped with the retriever's weights.
+TOKENIZER = "bert-base-uncased"
 
-    def __init__(self, model: Any, **options: Any):
+
+class FidRetrieverEncoder(TransformersEncoder):
+    """A mean-pooled BERT whose inputs carry FiD's prefixes (see the module notes); its tokenizer
+    comes from ``tokenizer`` (default :data:`TOKENIZER`)."""
+
+    def __init__(self, model: Any, *, tokenizer: Any = None, **options: Any):
+        from harness.util.models import ModelRef
+
         super().__init__(model, pooling="mean", format="text", **options)
+        self.tokenizer_ref = tokenizer if isinstance(tokenizer, ModelRef) else ModelRef(tokenizer or TOKENIZER)
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        from harness_builtins.dense.encoders import load_transformers_model
+
+        model, tokenizer = load_transformers_model(self.ref, tokenizer=self.tokenizer_ref)
+        self._model = model.to(self.device)
+        self._tokenizer = tokenizer
 
     def identity(self) -> str:
         record = json.loads(super().identity())
         record["format"] = "fid"
         record["question_prefix"] = QUESTION_PREFIX
+        record["tokenizer"] = self.tokenizer_ref.identity()
         return json.dumps(record, sort_keys=True)
 
     def parameters(self) -> dict[str, Any]:
@@ -77,18 +96,20 @@ class FidRetrieverEncoder(TransformersEncoder):
 
 
 def load_fid_encoder(
-    *, model: str, revision: str | None = None, max_length: int = 200, query_max_length: int = 512,
-    batch_size: int | None = None, device: str | None = "auto", precision: str | None = "auto",
+    *, model: str, revision: str | None = None, tokenizer: str | None = None, max_length: int = 200,
+    query_max_length: int = 512, batch_size: int | None = None, device: str | None = "auto",
+    precision: str | None = "auto",
 ):
     """The DKRR dual encoder: the same model on both sides, questions up to ``query_max_length``
-    tokens, passages up to ``max_length``."""
+    tokens, passages up to ``max_length``, both tokenized by ``tokenizer`` (default
+    :data:`TOKENIZER`)."""
     from harness.util.models import ModelRef
 
     from harness_builtins.dense.encoders import DualEncoder
 
     engine = {"batch_size": batch_size, "device": device, "precision": precision}
-    ref = ModelRef(model, revision)
+    ref, words = ModelRef(model, revision), ModelRef(tokenizer or TOKENIZER)
     return DualEncoder(
-        FidRetrieverEncoder(ref, max_length=query_max_length, **engine),
-        FidRetrieverEncoder(ref, max_length=max_length, **engine),
+        FidRetrieverEncoder(ref, tokenizer=words, max_length=query_max_length, **engine),
+        FidRetrieverEncoder(ref, tokenizer=words, max_length=max_length, **engine),
     )

@@ -193,6 +193,7 @@ def _dkrr_spec(name: str, model: str, data: str) -> EncoderSpec:
         options=Options({
             "model": model_option(model),
             "revision": REVISION,
+            "tokenizer": model_option("bert-base-uncased", help="hub id or local directory of the tokenizer (pyserini's and FiD's)"),
             "max_length": positive_int(200, help="passage tokens (FiD's passage_maxlength)"),
             "query_max_length": positive_int(512, help="question tokens (pyserini does not truncate questions)"),
         }) | RUNTIME_OPTIONS,
