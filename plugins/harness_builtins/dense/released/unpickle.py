@@ -182,6 +182,7 @@ class PickleStream:
         out: list = []
         inline = 0  # payload bytes held (without a streamed container)
         streaming = stream_at is not None
+        fast_rows = stream_at == ()  # DPR's (id, vector) rows: see _dpr_row
 
         def refill(need: int):
             """``buf`` from ``pos`` on with at least ``need`` bytes; returns (buf, base)."""
@@ -275,6 +276,16 @@ class PickleStream:
             elif op == 0x4E:  # NONE
                 stack.append(None)
             elif op in (0x58, 0x8C, 0x8D):  # BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+                if fast_rows and not first_batch and len(metastack) == 1 and metastack[0][-1] is target:
+                    if blen - at < _ROW_WINDOW and base + blen < end:
+                        pos = at
+                        refill(min(_ROW_WINDOW, end - base - at))
+                        at, pos = 0, 1
+                    row = _dpr_row(buf, at, memo)
+                    if row is not None:
+                        stack.append(row[0])
+                        pos = row[1]
+                        continue
                 if op == 0x8C:
                     n = buf[pos]
                     pos += 1
@@ -505,6 +516,63 @@ class PickleStream:
             raise self._error(offset, f"an ndarray of shape {shape} and dtype {dtype} with {length} bytes of data")
         array.shape, array.dtype, array.data = shape, dtype, data
         array.order = "F" if fortran and len(shape) > 1 else "C"
+
+
+# One row of DPR's list as protocols 3 and 4 write it, after the first batch (when numpy's globals,
+# the ``b'b'`` typecode and the dtype are memo entries): the id string (read before), then
+#   PUT GET(_reconstruct) GET(ndarray) K0 TUPLE1 PUT GET(b'b') TUPLE3 PUT REDUCE PUT
+#   MARK K1 K/M(dim) TUPLE1 PUT GET(dtype) NEWFALSE C/B(length) <data> PUT TUPLE PUT BUILD TUPLE2 PUT
+# matched with two regular expressions instead of one opcode at a time. Anything else (a FRAME
+# opcode in between, protocol 2's or 5's arrays, another shape) is left to the opcode loop.
+_PUT = rb"(?:q(.)|r(....)|\x94)"
+_GET = rb"(?:h(.)|j(....))"
+_ROW_HEAD = re.compile(_PUT + _GET + _GET + rb"K\x00\x85" + _PUT + _GET + rb"\x87" + _PUT + rb"R" + _PUT
+                       + rb"\(K\x01(?:K(.)|M(..))\x85" + _PUT + _GET + rb"\x89(?:C(.)|B(....))", re.S)
+_ROW_TAIL = re.compile(_PUT + rb"t" + _PUT + rb"b\x86" + _PUT, re.S)
+#: Bytes of buffer a row is matched in (its id, opcodes and a 768 x float64 vector fit).
+_ROW_WINDOW = 8192
+_UNPACK_IDX = struct.Struct("<I").unpack
+
+
+def _dpr_row(buf: bytes, at: int, memo: dict):
+    """``((id, PickledArray), end)`` for the row whose id string starts at ``buf[at]``, its memo
+    entries set (to the dropped marker: rows are never referred back to), or None when the bytes
+    are not exactly that layout."""
+    op = buf[at]
+    if op == 0x8C:
+        n, start = buf[at + 1], at + 2
+    elif op == 0x58 and at + 5 <= len(buf):
+        n, start = _UNPACK_UI(buf, at + 1)[0], at + 5
+    else:
+        return None
+    head = _ROW_HEAD.match(buf, start + n)
+    if head is None:
+        return None
+    g = head.groups()
+    # groups in pairs (one-byte, four-byte index): PUTs 0, 6, 10, 12, 16; GETs 2, 4, 8, 18; the
+    # width 14 (K) or 15 (M); the data's length 20 (C) or 21 (B)
+    refs = []
+    for one, four in ((g[2], g[3]), (g[4], g[5]), (g[8], g[9]), (g[18], g[19])):
+        refs.append(memo.get(one[0] if one is not None else _UNPACK_IDX(four)[0]))
+    if (refs[0] is not _RECONSTRUCT or refs[1] is not _NDARRAY or refs[2] != b"b"
+            or type(refs[3]) is not _Dtype):
+        return None
+    dim = g[14][0] if g[14] is not None else _UNPACK_H(g[15])[0]
+    length = g[20][0] if g[20] is not None else _UNPACK_IDX(g[21])[0]
+    dtype = refs[3].dtype
+    data_start = head.end()
+    if length != dim * dtype.itemsize or data_start + length > len(buf):
+        return None
+    tail = _ROW_TAIL.match(buf, data_start + length)
+    if tail is None:
+        return None
+    t = tail.groups()
+    for one, four in ((g[0], g[1]), (g[6], g[7]), (g[10], g[11]), (g[12], g[13]), (g[16], g[17]),
+                      (t[0], t[1]), (t[2], t[3]), (t[4], t[5])):
+        memo[one[0] if one is not None else _UNPACK_IDX(four)[0] if four is not None else len(memo)] = _GONE
+    array = PickledArray()
+    array.shape, array.dtype, array.data = (dim,), dtype, buf[data_start:data_start + length]
+    return (str(buf[start:start + n], "utf-8", "surrogatepass"), array), tail.end()
 
 
 def _shared(value) -> bool:
