@@ -431,3 +431,16 @@ def test_mss_fetches_and_converts_its_megatron_checkpoint_as_art_does(dense_plug
     np.testing.assert_array_equal(encoder.encode_passages(passages), reference.encode_passages(passages))
     assert encoder.parameters()["checkpoint"] == "mss"
     assert (tmp_path / "cache" / "checkpoints" / "art" / "mss" / "query_encoder").is_dir()
+
+
+def test_data_verify_rehashes_a_releases_parts_against_sha256_and_md5(capsys, site):
+    server, tmp_path = site
+    assert _cli(capsys, "data", "fetch", "user-release", "--no-progress")[0] == 0
+    code, out, err = _cli(capsys, "data", "verify", "user-release", "--no-progress")
+    assert code == 0, err
+    assert "shard_0 (pinned sha256)" in out and "shard_1 (recorded sha256 and published md5)" in out
+    assert "3 file(s) ok, 0 bad" in out
+    target = tmp_path / "data" / "embeddings" / "fake" / "shard_2"
+    target.write_bytes(b"changed in place")
+    code, out, err = _cli(capsys, "data", "verify", "user-release", "--no-progress")
+    assert code == 1 and f"BAD  {target} changed after it was first downloaded" in out and "2 file(s) ok, 1 bad" in out

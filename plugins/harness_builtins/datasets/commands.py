@@ -151,12 +151,19 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
 @no_progress_option
 def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
     """Re-hash the downloaded files of SUITES and training sets (default: all) and the suites'
-    corpora; exit 1 on a mismatch."""
+    corpora, and the parts of the released embeddings named (also against the publisher's md5);
+    exit 1 on a mismatch."""
     from harness.data.download import ChecksumError, DownloadError, data_dir, recorded_sha256, verify
+    from harness.data.embeddings import md5_file
 
     catalog = _catalog()
+    releases = _released_embeddings()
     files = {}
-    for spec in _suites(catalog, suites):
+    for name in suites:
+        if name in releases:
+            for part in releases[name].parts:
+                files[part.path] = part
+    for spec in _suites(catalog, suites, (), tuple(releases)):
         for part in spec.parts:
             files[part.file.path] = part.file
         files.setdefault(catalog.corpora[spec.corpus].file.path, catalog.corpora[spec.corpus].file)
@@ -174,8 +181,14 @@ def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
             bad += 1
             click.echo(f"BAD  {exc}")
             continue
+        md5 = getattr(file, "md5", None)
+        if md5 is not None and (found := md5_file(path, progress=not no_progress)) != md5:
+            bad += 1
+            click.echo(f"BAD  {path} does not match its published checksum (expected md5 {md5}, got {found})")
+            continue
         checked += 1
         how = "pinned sha256" if file.sha256 else ("recorded sha256" if recorded else "no checksum known: recorded now")
+        how += " and published md5" if md5 is not None else ""
         click.echo(f"ok   {path} ({how})")
     click.echo(f"{checked} file(s) ok, {bad} bad, under {root}")
     if bad:
