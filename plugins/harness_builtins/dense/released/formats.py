@@ -234,7 +234,10 @@ class FaissFlatReader:
                 for _ in range(n):
                     raw = docids.readline()
                     line += 1
-                    text = raw.decode("utf-8", "strict").rstrip() if raw else ""
+                    try:
+                        text = raw.decode("utf-8", "strict").rstrip() if raw else ""
+                    except UnicodeDecodeError:
+                        raise InputFileError(self.docid_path, "a passage id that is not UTF-8", line=line) from None
                     if not text:
                         raise InputFileError(self.docid_path, "an empty passage id", line=line)
                     ids.append(text)

@@ -161,7 +161,7 @@ class PickleStream:
         except struct.error:
             raise InputFileError(self.name, "truncated or damaged: an opcode's argument runs past the end") from None
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError,
-                OverflowError, MemoryError) as exc:
+                OverflowError, MemoryError, RecursionError) as exc:
             raise InputFileError(self.name, f"not a pickle of the expected layout: {type(exc).__name__}: {exc}") from None
 
     def _walk(self) -> Iterator[list]:  # noqa: C901 - one loop over the opcodes, kept flat for speed
