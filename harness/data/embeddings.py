@@ -169,6 +169,18 @@ def store_bytes(spec: ReleasedEmbeddings) -> int:
     return spec.rows * spec.dim * _FLOAT32
 
 
+def vector_bytes(spec: ReleasedEmbeddings) -> int:
+    """The bytes of the release's vectors as its download stores them (``rows x dim x`` the size
+    of its ``dtype``): what a download of unpublished size holds at least."""
+    return spec.rows * spec.dim * (2 if spec.dtype == "float16" else _FLOAT32)
+
+
+def disk_at_least(spec: ReleasedEmbeddings) -> int:
+    """A lower bound of :func:`disk_needed` when a part's size is unknown: the stored vectors plus
+    the float32 store."""
+    return vector_bytes(spec) + store_bytes(spec)
+
+
 def disk_needed(spec: ReleasedEmbeddings) -> int | None:
     """What the release needs on disk once fetched and imported: its ``disk`` when the spec states
     it, else the downloads plus the float32 store (None when a part's size is unknown)."""
@@ -295,18 +307,29 @@ def matching_releases(corpus_name: str, encoder_name: str) -> list[ReleasedEmbed
     return sorted(found, key=lambda spec: spec.name)
 
 
+def size_text(spec: ReleasedEmbeddings) -> str:
+    """The download's size, or ``>=`` the bytes of its vectors when the publisher gives none."""
+    size = download_bytes(spec)
+    return gigabytes(size) if size is not None else f">={gigabytes(vector_bytes(spec))}"
+
+
+def disk_text(spec: ReleasedEmbeddings) -> str:
+    """The disk the release needs, or ``>=`` its lower bound when a part's size is unknown."""
+    disk = disk_needed(spec)
+    return gigabytes(disk) if disk is not None else f">={gigabytes(disk_at_least(spec))}"
+
+
 def listing_rows(specs: Iterable[ReleasedEmbeddings]) -> list[tuple[str, ...]]:
     """One row per release for ``harness list embeddings``: name, encoder, corpus, rows, download
-    size, disk needed, description."""
+    size, disk needed (``>=`` a lower bound where the publisher gives no size), description."""
     return [
-        (spec.name, spec.encoder, spec.corpus, f"{spec.rows:,}", gigabytes(download_bytes(spec)),
-         gigabytes(disk_needed(spec)), spec.description)
+        (spec.name, spec.encoder, spec.corpus, f"{spec.rows:,}", size_text(spec), disk_text(spec), spec.description)
         for spec in specs
     ]
 
 
 __all__ = [
-    "check_md5", "disk_needed", "download_bytes", "fetch_embeddings", "gigabytes", "listing_rows", "matching_releases",
+    "check_md5", "disk_at_least", "disk_needed", "disk_text", "size_text", "vector_bytes", "download_bytes", "fetch_embeddings", "gigabytes", "listing_rows", "matching_releases",
     "md5_file", "part_path", "read_embeddings_spec", "read_embeddings_specs", "released_embeddings", "remote_file",
     "store_bytes",
 ]

@@ -89,7 +89,7 @@ def _fetch_release(release, progress: bool) -> None:
     """Say what ``release`` needs on disk, then fetch its parts in order, one line per part."""
     import shutil
 
-    from harness.data.embeddings import disk_needed, download_bytes, fetch_embeddings, gigabytes, part_path
+    from harness.data.embeddings import disk_at_least, disk_needed, disk_text, fetch_embeddings, gigabytes, part_path, size_text
 
     folder = part_path(release.parts[0]).parent
     probe = folder
@@ -99,10 +99,11 @@ def _fetch_release(release, progress: bool) -> None:
     present = sum(1 for part in release.parts if part_path(part).is_file())
     click.echo(
         f"released embeddings {release.name}: {len(release.parts)} part(s) ({present} already here), "
-        f"{gigabytes(download_bytes(release))} to download, {gigabytes(disk_needed(release))} on disk once imported "
+        f"{size_text(release)} to download, {disk_text(release)} on disk once imported "
         f"(downloads and the float32 store); {gigabytes(free)} free under {probe}"
     )
     needed = disk_needed(release)
+    needed = disk_at_least(release) if needed is None else needed
     if free is not None and needed is not None and free < needed:
         click.echo(f"harness: warning: {release.name} needs {gigabytes(needed)} and only {gigabytes(free)} is free under {probe}", err=True)
     count = len(release.parts)
