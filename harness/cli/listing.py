@@ -11,7 +11,7 @@ from harness.registry import KINDS, registry
 @click.argument("kind", type=click.Choice(sorted(KINDS)))
 def list_command(kind: str) -> None:
     """List what is installed of KIND (retrievers, suites, training-data, variants, ...), one per
-    line with its description."""
+    line with its description (embeddings: name, encoder, corpus, rows, size and disk as columns)."""
     found = registry(kind)
     if kind == "embeddings":
         _table(found)
