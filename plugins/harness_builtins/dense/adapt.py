@@ -30,4 +30,7 @@ def build_adapted(query_encoder: str | None = None, passage_encoder: str | None 
         index=passage_side.index_config,
         shard_size=passage_side.shard_size,
         chunk_size=passage_side.chunk_size,
+        embeddings=passage_side.embeddings,
+        embeddings_check=passage_side.embeddings_check,
+        preset=passage_side.preset,
     )

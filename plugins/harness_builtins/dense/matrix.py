@@ -207,23 +207,28 @@ def encoder_matrix(
     accuracy: dict[tuple[str, str], dict[int, float] | None] = {}
     results: dict[tuple[str, str], dict[str, Any]] = {}
     apply_threads(context.threads)
-    index_key: tuple[str, str] | None = None
+    index_key: tuple[str, str, str | None] | None = None
     index: DenseIndex | None = None
+    release: dict[str, Any] | None = None
     for p_label in labels:
         # this passage side's retriever is released after its column (with its passage encoder,
         # unless that is also a question side)
         owner = retrievers.pop(p_label)
         passage = sides(owner.encoder)[1]
         t0 = time.perf_counter()
-        key = (passage.identity(), repr(owner.index_config))
+        key = (passage.identity(), repr(owner.index_config), owner.embeddings)
         if key != index_key:
             # one passage index in memory at a time: the previous one (30 GiB for DPR's Wikipedia
             # on a GPU) is released before the next is built
             index = index_key = None
             release_memory()
-            cache = embed_corpus(passage, loaded_suite.corpus, Path(context.cache_dir) / CACHE_SUBDIR,
-                                 shard_size=owner.shard_size, chunk_size=owner.chunk_size, progress=context.progress)
+            if owner.embeddings:  # a release's vectors (-o embeddings=NAME), imported once
+                cache = owner.passage_cache(loaded_suite.corpus, context)
+            else:
+                cache = embed_corpus(passage, loaded_suite.corpus, Path(context.cache_dir) / CACHE_SUBDIR,
+                                     shard_size=owner.shard_size, chunk_size=owner.chunk_size, progress=context.progress)
             index, index_key = DenseIndex.build(cache, owner.index_config, progress=context.progress), key
+            release = owner.release  # what a release's vectors decided (None: encoded here)
             del cache  # the index holds it
         timings[f"index:{p_label}"] = round(time.perf_counter() - t0, 4)
         for q_label in labels:
@@ -237,6 +242,7 @@ def encoder_matrix(
             t0 = time.perf_counter()
             pair = DenseRetriever(DualEncoder(query, passage), index=owner.index_config)
             pair.use_index(index)
+            pair.release = release
             # the diagonal is the model itself; any other pairing is the generic dual encoder
             name = resolved[labels.index(q_label)].encoder if q_label == p_label else "adapt"
             evaluation = evaluate_retriever(

@@ -11,7 +11,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.api import Corpus, Encoder, EncoderSpec, Hit, RunContext
 
-from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, FLOAT32_MAX_PASSAGES, embed_corpus
+from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, FLOAT32_MAX_PASSAGES, EmbeddingCache, embed_corpus
 from harness_builtins.dense.encoders import (
     DualEncoder,
     SentenceTransformerEncoder,
@@ -127,26 +127,32 @@ class DenseRetriever:
         if self.dense_index is not None and self.dense_index.cache.meta.get("corpus_fingerprint") == corpus.fingerprint:
             return
         apply_threads(context.threads)
+        cache = self.passage_cache(corpus, context)
+        self.dense_index = DenseIndex.build(cache, self.index_config, progress=context.progress)
+
+    def passage_cache(self, corpus: Corpus, context: RunContext) -> EmbeddingCache:
+        """The corpus's passage embeddings: the release named by ``embeddings`` (fetched and
+        imported once, checked), else the encoder's cache (encoded when incomplete, after one line
+        naming a matching release when one is registered)."""
         root = Path(context.cache_dir) / CACHE_SUBDIR
         if self.embeddings:
             from harness_builtins.dense.released.use import release_cache
 
             cache, self.release = release_cache(self.embeddings, corpus, self.encoder, self.preset, root,
                                                 check=self.embeddings_check, progress=context.progress)
-        else:
-            if self.preset is not None and not _cache_complete(root, corpus, self.encoder):
-                from harness_builtins.dense.released.use import hint_release
+            return cache
+        if self.preset is not None and not _cache_complete(root, corpus, self.encoder):
+            from harness_builtins.dense.released.use import hint_release
 
-                hint_release(corpus, self.preset)
-            cache = embed_corpus(
-                self.encoder,
-                corpus,
-                root,
-                shard_size=self.shard_size,
-                chunk_size=self.chunk_size,
-                progress=context.progress,
-            )
-        self.dense_index = DenseIndex.build(cache, self.index_config, progress=context.progress)
+            hint_release(corpus, self.preset)
+        return embed_corpus(
+            self.encoder,
+            corpus,
+            root,
+            shard_size=self.shard_size,
+            chunk_size=self.chunk_size,
+            progress=context.progress,
+        )
 
     def use_index(self, dense_index: DenseIndex) -> None:
         """Search an index built elsewhere (the Q x P matrix shares one per passage encoder)."""

@@ -29,9 +29,23 @@ own memory-mapped index.
 **In place.** When the release's vectors lie float32 in row order in one file
 (``reader.contiguous()``: a faiss flat index), nothing is copied: the ids are mapped and the
 vectors read once to be checked (finite), and the cache's ``meta.json`` records the file, offset,
-size and time (``store``); its shards are views of that file. Disk: the download and the ids
-(about 8 bytes a passage at 21M: 0.2 GB). Every other format is copied: the download, plus
-``4 x rows x dim`` bytes of float32 shards (64.6 GB at 21,015,324 x 768), plus the ids.
+size and time (``store``); its shards are views of that file. Every other format is copied into
+float32 ``emb-*.npy`` shards.
+
+**Disk**, for DPR's Wikipedia (about 21M x 768; the cache's ids take 8-9 bytes a passage, 0.2 GB):
+
+- ``faiss-flat`` (pyserini): the ``.tar.gz`` (59.8 GB; 37.8 GB for the DKRR ones) and the folder
+  it is unpacked into beside it (``index`` 64.6 GB, ``docid`` 0.2 GB), which the cache maps in
+  place: 125 GB while importing; once imported, a release whose checksums its spec pins is not
+  fetched again, so the archive may be deleted (65 GB), never the unpacked folder.
+- ``dpr-pickle``, ``wiki-dpr``: the downloads (their float32 vectors plus pickle or parquet
+  framing, about 65 GB and 75 GB with wiki_dpr's texts) plus 64.6 GB of float32 shards.
+- ``contriever-pickle``: the tar (float16: about 32 GB) plus 64.6 GB of float32 shards (the
+  float16 values widened exactly).
+- ``art-pickle``: the pickle (float16, 32 GB) plus 64.6 GB of float32 shards.
+
+Shards of a copied import may be deleted with their release's downloads kept: the next run
+imports again.
 
 **Resume, atomicity.** The cache is built in ``.<name>.partial/`` beside its final place, shard by
 shard (each shard's ids then vectors renamed into place when written whole; ``progress.json``
@@ -91,6 +105,32 @@ def release_digest(spec: ReleasedEmbeddings, paths: Sequence[Path]) -> str:
         parts.append([part.path, digest or f"size:{part.size}"])
     blob = json.dumps({"name": spec.name, "format": spec.format, "parts": parts}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def pinned_digest(spec: ReleasedEmbeddings) -> str | None:
+    """:func:`release_digest` from the spec alone, when every part's checksum is pinned there (a
+    sha256 or the publisher's md5); None when a part's digest is known only once it is fetched."""
+    if all(part.sha256 or getattr(part, "md5", None) for part in spec.parts):
+        return release_digest(spec, [])
+    return None
+
+
+def find_import(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEmbeddings) -> EmbeddingCache | None:
+    """The complete import of ``spec`` for ``corpus`` under ``root`` when its digest is known
+    without fetching (:func:`pinned_digest`): the downloads are not needed again (an in-place
+    import still needs its unpacked index, checked when the cache opens)."""
+    digest = pinned_digest(spec)
+    if digest is None:
+        return None
+    path = release_cache_path(root, corpus, spec, digest)
+    try:
+        cache = EmbeddingCache.open(path)
+    except (HarnessError, OSError, ValueError, KeyError):
+        return None
+    if not cache.release or cache.release.get("digest") != digest:
+        return None
+    cache.imported = ImportStats()
+    return cache
 
 
 def release_key(corpus: Corpus, spec: ReleasedEmbeddings, digest: str) -> str:

@@ -67,7 +67,7 @@ def release_cache(name: str, corpus: Corpus, encoder: Any, preset: str | None, r
     result keeps: release, digest, mapping, check, import figures)."""
     from harness_builtins.dense.encoders import sides
     from harness_builtins.dense.released.check import check_release
-    from harness_builtins.dense.released.importer import import_release, release_digest
+    from harness_builtins.dense.released.importer import find_import, import_release, release_digest
 
     spec = released(name)
     if spec.corpus != corpus.name:
@@ -76,10 +76,13 @@ def release_cache(name: str, corpus: Corpus, encoder: Any, preset: str | None, r
     if preset is None or spec.encoder != preset:
         raise HarnessError(f"released embeddings {name!r} are encoder {spec.encoder!r}'s passage vectors; this "
                            f"retriever is {preset or 'not a named encoder preset'!r}: use -r {spec.encoder}")
-    paths = fetch(spec, progress=progress)
-    digest = release_digest(spec, paths)
     passage = sides(encoder)[1]
-    cache = import_release(spec, paths, corpus, passage.identity(), root, progress=progress, digest=digest)
+    cache = find_import(root, corpus, spec)  # imported already, its checksums pinned: nothing to fetch
+    if cache is None:
+        paths = fetch(spec, progress=progress)
+        cache = import_release(spec, paths, corpus, passage.identity(), root, progress=progress,
+                               digest=release_digest(spec, paths))
+    digest = cache.release["digest"]
     mapping = dict(cache.release["mapping"])
     say(f"searching released embeddings {spec.name!r} ({spec.format}, {len(cache):,} vectors of {spec.dim}, "
         f"sha256 {digest[:12]}) instead of encoding corpus {corpus.name!r}")
