@@ -310,8 +310,13 @@ def test_offline_a_missing_part_names_its_url_and_path(capsys, site, monkeypatch
 def test_a_broken_user_spec_is_left_out_and_asking_for_it_says_why(capsys, site, monkeypatch, tmp_path):
     bad = tmp_path / "bad-specs"
     _write(bad, {**GOOD, "name": "broken-release", "rows": -3}, [GOOD_PART], name="broken-release")
+    from harness.plugins import loaded_plugins
+
     monkeypatch.setenv("HARNESS_SPEC_PATH", str(bad))
     monkeypatch.setattr(harness.registry, "_cache", {})  # collected afresh by the command
+    # the failure this records is this test's own: later tests start without it
+    monkeypatch.setattr(loaded_plugins(), "failures", list(loaded_plugins().failures))
+    monkeypatch.setattr(harness.registry, "_unavailable", {})
     code, out, err = _cli(capsys, "data", "fetch", "broken-release", "--no-progress")
     assert code == 2 and "broken-release.toml" in err and "'rows' must be positive" in err, err
     assert "is not defined" not in err and "did you mean" not in err
