@@ -14,7 +14,7 @@ from harness.util.progress import progress
 from harness.api import Corpus, Hit, Passage, RunContext
 
 from harness_builtins.bm25.java import anserini_jar, start_jvm
-from harness_builtins.bm25.prebuilt import open_searcher, prebuilt_lucene_index
+from harness_builtins.bm25.prebuilt import open_searcher, prebuilt_lucene_index, prebuilt_record
 
 #: Bump when the way documents are built or indexed changes (invalidates cached indexes).
 INDEX_FORMAT = "bm25-index/1"
@@ -33,9 +33,15 @@ class BM25Retriever:
         self.k1, self.b = float(k1), float(b)
         self._searcher = None
         self._index_dir: Path | None = None
+        self._prebuilt: dict | None = None
 
     def parameters(self) -> dict:
-        return {"k1": self.k1, "b": self.b, "contents": "title\\ntext", "analyzer": ANALYZER}
+        """k1, b, the document contents and analyzer; on a prebuilt index also which one
+        (pyserini's name, ``index_file``, its md5 and the Lucene version that wrote it)."""
+        record = {"k1": self.k1, "b": self.b, "contents": "title\\ntext", "analyzer": ANALYZER}
+        if self._prebuilt is not None:
+            record.update(self._prebuilt)
+        return record
 
     def compute(self) -> dict:
         """How the run computed (the result's ``compute`` block): Lucene searches on the CPU, and
@@ -45,6 +51,11 @@ class BM25Retriever:
         record: dict = {"search_device": "cpu"}
         if self._index_dir is not None:
             record["index_bytes"] = directory_bytes(self._index_dir)
+        if self._prebuilt is not None:
+            from harness_builtins.bm25.prebuilt import pyserini_version
+
+            version = pyserini_version()
+            record["pyserini"] = ".".join(map(str, version)) if version else None
         return record
 
     def index_key(self, corpus: Corpus) -> str:
@@ -59,7 +70,9 @@ class BM25Retriever:
         prebuilt = prebuilt_lucene_index(corpus, context)
         if prebuilt is not None:  # DPR's Wikipedia: pyserini's prebuilt index (bm25/prebuilt.py)
             self._searcher, self._index_dir = open_searcher(prebuilt, self.k1, self.b), prebuilt
+            self._prebuilt = prebuilt_record(corpus, prebuilt)
             return
+        self._prebuilt = None
         root = Path(context.cache_dir) / "bm25"
         index_dir = root / f"{corpus.name}-{self.index_key(corpus)}"
         remove_stale(root)
