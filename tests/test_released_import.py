@@ -340,6 +340,30 @@ def test_in_place_cache_notices_a_changed_release(world, registered, tmp_path):
         EmbeddingCache.open(path)
 
 
+def test_adaptation_and_the_matrix_search_a_release(world, registered, tmp_path):
+    from harness.api import Part, Question, Suite
+    from harness_builtins.dense.adapt import build_adapted
+    from harness_builtins.dense.matrix import MatrixModel, encoder_matrix
+
+    spec = spec_of(dim=world["dim"])
+    registered(spec, lambda: ArrayRelease(world["ids"], world["vectors"]))
+    models = {"query_model": str(world["models"].dpr_question), "passage_model": str(world["models"].dpr_ctx),
+              "device": "cpu"}
+    adapted = build_adapted(query_encoder="dpr-nq", passage_encoder="dpr-nq", embeddings=spec.name, **models)
+    adapted.index(world["corpus"], context(tmp_path))
+    assert_same_rankings(adapted.search(world["questions"], K, context(tmp_path)),
+                         brute_force(world, adapted, world["ids"], world["vectors"]))
+    assert adapted.parameters()["embeddings"]["name"] == spec.name
+
+    questions = tuple(Question(id=f"q{i}", text=q, answers=("x",)) for i, q in enumerate(world["questions"]))
+    suite = Suite(name="tiny", parts=(Part(name="all", questions=questions),), corpus=world["corpus"], default_k=(1, 5))
+    result = encoder_matrix([MatrixModel(label="dpr", encoder="dpr-nq", options={**models, "embeddings": spec.name})],
+                            suite, k=(1, 5), cache_dir=tmp_path, show_progress=False)
+    record = result.results["dpr", "dpr"]
+    assert record["retriever"]["parameters"]["embeddings"]["name"] == spec.name
+    assert [p.name.split("-")[-2] for p in (tmp_path / "dense").iterdir() if not p.name.startswith(".")] == ["release"]
+
+
 # --- refusals -------------------------------------------------------------------------------------
 
 
@@ -526,3 +550,58 @@ def test_a_killed_import_resumes_to_the_same_bytes(world, tmp_path):
     assert not list(root.glob(".*.partial"))
     np.testing.assert_array_equal(resumed.all_vectors(), vectors)
     assert resumed.meta["release"]["mapping"]["missing"] == 10
+
+
+# --- harness run, end to end ----------------------------------------------------------------------
+
+
+def test_harness_run_searches_a_release_by_name(world, tmp_path, monkeypatch, capfd):
+    """``harness run -r dpr-nq -s demo -o embeddings=NAME``: the release declared by a spec file in
+    a ``HARNESS_SPEC_PATH`` folder, fetched from the loopback server (DPR's pickles, shuffled, two
+    passages missing), imported, checked and searched; the saved run is the brute-force ranking."""
+    import harness.registry
+    import released_fixtures as rf
+    from loopback import serving
+
+    from harness.cli.main import main
+    from harness_builtins.demo import load_demo_suite
+
+    suite = load_demo_suite()
+    passages = list(suite.corpus)
+    encoder = retriever_for(world).encoder
+    vectors = np.asarray(encoder.passage.encode_passages([(p.title, p.text) for p in passages]), np.float32)
+    order = np.random.default_rng(4).permutation(len(passages))[2:]  # shuffled, two missing
+    ids, vectors = [passages[i].id for i in order], vectors[order]
+    site, specs = tmp_path / "site", tmp_path / "specs" / "embeddings"
+    files = rf.write_dpr_pickles(site / "dpr", ids, vectors, 2)
+    specs.mkdir(parents=True)
+    monkeypatch.setenv("HARNESS_SPEC_PATH", str(tmp_path / "specs"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(harness.registry, "_cache", {})
+    with serving(site) as server:
+        parts = "".join(f'\n[[parts]]\nurl = "{server.url}/dpr/{f.name}"\npath = "released/demo/{f.name}"\n' for f in files)
+        (specs / "tiny-demo.toml").write_text(
+            f'name = "tiny-demo"\ndescription = "the tiny DPR\'s demo vectors"\ncorpus = "{suite.corpus.name}"\n'
+            f'encoder = "dpr-nq"\nformat = "dpr-pickle"\nrows = {len(ids)}\ndim = {world["dim"]}\n'
+            f'license = "test"\ncitation = "test"\n{parts}')
+        code = main(["run", "-r", "dpr-nq", "-s", "demo", "--k", "1,20",
+                     "-o", f"query_model={world['models'].dpr_question}", "-o", f"passage_model={world['models'].dpr_ctx}",
+                     "-o", "device=cpu", "-o", "embeddings=tiny-demo", "--threads", "1",
+                     "--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "results"),
+                     "--save-run", "--runs-dir", str(tmp_path / "runs")])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert "searching released embeddings 'tiny-demo' (dpr-pickle" in err
+    assert f"2 passages of corpus '{suite.corpus.name}' are not in release 'tiny-demo'" in err
+    [result_file] = (tmp_path / "results").rglob("*.json")
+    result = json.loads(result_file.read_text())
+    used = result["retriever"]["parameters"]["embeddings"]
+    assert used["name"] == "tiny-demo" and len(used["digest"]) == 64
+    [run_file] = [p for p in (tmp_path / "runs").rglob("*") if p.is_file() and "trec" in p.name]
+    ranked: dict[str, list[str]] = {}
+    for line in run_file.read_text().splitlines():
+        qid, _, pid, rank, _score, _tag = line.split()
+        ranked.setdefault(qid, []).append(pid)
+    questions = suite.questions
+    expected = brute_force({"questions": [q.text for q in questions]}, SimpleNamespace(encoder=encoder), ids, vectors, k=20)
+    assert [ranked[q.id] for q in questions] == [ranking for ranking, _ in expected]
