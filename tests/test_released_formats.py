@@ -161,6 +161,10 @@ def test_faiss_flat_damaged(tmp_path, release):
     with pytest.raises(InputFileError, match=f"{ROWS - 4:,} ids for the {ROWS:,} vectors") as caught:
         open_release("faiss-flat", [tmp_path / "f"], dim=DIM)
     one_line(caught, docid)
+    docid.write_text("".join(f"{i}\n" for i in ids[:1500]) + "\n" + "".join(f"{i}\n" for i in ids[1501:]))
+    with pytest.raises(InputFileError, match="1501: an empty passage id") as caught:
+        read_all(open_release("faiss-flat", [tmp_path / "f"], dim=DIM))
+    one_line(caught, docid)
     docid.write_text("".join(f"{i}\n" for i in ids))
     header = bytearray(whole[:64])
     struct.pack_into("<q", header, 8, ROWS + 1)  # ntotal no longer matches the stored floats
@@ -396,19 +400,28 @@ def test_foreign_pickles_refused_in_one_line(tmp_path, payload):
     assert not (tmp_path / "ran").exists()
 
 
-def test_memo_forgets_handed_over_rows(tmp_path, release):
-    """A streamed shard keeps no row in the unpickler's memo once handed over: the memory of a
-    shard is one pickler batch, not the shard."""
-    ids, vectors = release
-    (path,) = rf.write_dpr_pickles(tmp_path, ids, vectors, 1)
+@pytest.mark.parametrize("layout, protocol", [("dpr", 3), ("dpr", 4), ("dpr", 2), ("art", 4), ("art", 3)])
+def test_memo_forgets_handed_over_rows(tmp_path, layout, protocol):
+    """A streamed pickle keeps no row in the unpickler's memo once handed over: the memory of a
+    shard is one pickler batch, not the shard (nor ART's 21M rows)."""
+    rows = 12_000
+    ids = [str(i) for i in range(1, rows + 1)]
+    vectors = np.random.default_rng(5).standard_normal((rows, 4), dtype=np.float32)
+    if layout == "dpr":
+        (path,) = rf.write_dpr_pickles(tmp_path, ids, vectors, 1, protocol=protocol)
+    else:
+        (path,) = rf.write_art_pickle(tmp_path / "art.pkl", [int(i) for i in ids], vectors, protocol=protocol)
     seen = []
     with open(path, "rb") as f:
-        stream = unpickle.PickleStream(f, path, stream_at=())
+        stream = unpickle.PickleStream(f, path, stream_at=() if layout == "dpr" else ("embed_data",))
         for batch in stream:
             seen.append(len(batch))
             del batch
-        assert stream.result == []
-    assert sum(seen) == ROWS and max(seen) <= 1000
+        assert stream.result == ([] if layout == "dpr" else {"embed_data": {}})
+    assert sum(seen) == rows and max(seen) <= 1000
+    # What the first batch set up (numpy's globals, typecode, dtypes, and that batch's small
+    # constants: at most 6 entries a row) stays; nothing of the 11,000 rows after it.
+    assert stream.memo_entries <= 6 * 1000 + 16
     import gc
     gc.collect()
     alive = sum(1 for o in gc.get_objects() if type(o) is unpickle.PickledArray)

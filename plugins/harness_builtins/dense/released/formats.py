@@ -40,6 +40,7 @@ Damaged files (truncated, not the format, a refused pickle) raise
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import shutil
 import struct
@@ -223,28 +224,24 @@ class FaissFlatReader:
     def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
         step = chunk_rows(self.dim)
         row_bytes = 4 * self.dim
-        with open(self.docid_path, "rb") as docids, open(self.index_path, "rb") as vectors:
-            for _ in range(min(skip, self.rows)):
-                docids.readline()
-            vectors.seek(self.block.offset + skip * row_bytes)
-            line = skip
-            for first in range(skip, self.rows, step):
-                n = min(step, self.rows - first)
-                ids = []
-                for _ in range(n):
-                    raw = docids.readline()
-                    line += 1
-                    try:
-                        text = raw.decode("utf-8", "strict").rstrip() if raw else ""
-                    except UnicodeDecodeError:
-                        raise InputFileError(self.docid_path, "a passage id that is not UTF-8", line=line) from None
-                    if not text:
-                        raise InputFileError(self.docid_path, "an empty passage id", line=line)
-                    ids.append(text)
-                block = np.empty((n, self.dim), dtype="<f4")
-                if vectors.readinto(memoryview(block).cast("B")) != n * row_bytes:
-                    raise InputFileError(self.index_path, "truncated while reading its vectors")
-                yield ids, block
+        with open(self.docid_path, encoding="utf-8", errors="strict", newline="\n") as docids, \
+                open(self.index_path, "rb") as vectors:
+            try:
+                for _ in itertools.islice(docids, min(skip, self.rows)):
+                    pass
+                vectors.seek(self.block.offset + skip * row_bytes)
+                for first in range(skip, self.rows, step):
+                    n = min(step, self.rows - first)
+                    ids = [line.rstrip() for line in itertools.islice(docids, n)]  # as FaissSearcher.load_docids
+                    if len(ids) != n or not all(ids):
+                        empty = next((i for i, text in enumerate(ids) if not text), len(ids))
+                        raise InputFileError(self.docid_path, "an empty passage id", line=first + empty + 1)
+                    block = np.empty((n, self.dim), dtype="<f4")
+                    if vectors.readinto(memoryview(block).cast("B")) != n * row_bytes:
+                        raise InputFileError(self.index_path, "truncated while reading its vectors")
+                    yield ids, block
+            except UnicodeDecodeError:
+                raise InputFileError(self.docid_path, "holds a passage id that is not UTF-8") from None
 
 
 def unpack_faiss_archive(archive: Path, dest: Path) -> Path:

@@ -117,7 +117,7 @@ ADMITTED_GLOBALS = {
 #: The dtypes an array or scalar may have: numeric, fixed width, no objects.
 _DTYPE_SPEC = re.compile(r"[<>|=]?(?:[fiu][1248]|b1)")
 
-_GONE = object()  # a memo entry whose object was handed over (and dropped)
+_GONE = object()  # what a memo lookup finds where the entry was dropped
 
 _UNPACK_I = struct.Struct("<i").unpack_from
 _UNPACK_UI = struct.Struct("<I").unpack_from
@@ -148,6 +148,7 @@ class PickleStream:
         self.stream_at = stream_at
         self.lazy_bytes = LAZY_BYTES if lazy_bytes is None else lazy_bytes
         self.result = None
+        self.memo_entries = 0
         self.done = False
 
     def _error(self, offset: int, problem: str) -> InputFileError:
@@ -174,6 +175,9 @@ class PickleStream:
         stack: list = []
         metastack: list = []
         memo: dict = {}
+        # The next MEMOIZE index: len(memo) as pickle counts it, kept apart because entries of
+        # rows handed over are deleted (a pickler numbers its memo entries 0, 1, 2, ...).
+        memo_next = 0
         put_log: list[int] = []  # memo entries set since the last hand-over (when streaming)
         first_batch = True
         stream_at = self.stream_at
@@ -234,18 +238,22 @@ class PickleStream:
                 idx = buf[pos]
                 pos += 1
                 memo[idx] = stack[-1]
+                if idx >= memo_next:
+                    memo_next = idx + 1
                 if streaming:
                     put_log.append(idx)
             elif op == 0x94:  # MEMOIZE
-                idx = len(memo)
+                idx = memo_next
+                memo_next += 1
                 memo[idx] = stack[-1]
                 if streaming:
                     put_log.append(idx)
             elif op == 0x68:  # BINGET
-                value = memo[buf[pos]]
+                value = memo.get(buf[pos], _GONE)
                 pos += 1
                 if value is _GONE:
-                    raise self._error(base + at, "refers back to a row already read: not the layout this reader knows")
+                    raise self._error(base + at, "refers back to a memo entry that is not there (a row already "
+                                                 "read, or a damaged file): not the layout this reader knows")
                 stack.append(value)
             elif op == 0x4B:  # BININT1
                 stack.append(buf[pos])
@@ -281,10 +289,10 @@ class PickleStream:
                         pos = at
                         refill(min(_ROW_WINDOW, end - base - at))
                         at, pos = 0, 1
-                    row = _dpr_row(buf, at, memo)
+                    row = _dpr_row(buf, at, memo, memo_next)
                     if row is not None:
                         stack.append(row[0])
-                        pos = row[1]
+                        pos, memo_next = row[1], row[2]
                         continue
                 if op == 0x8C:
                     n = buf[pos]
@@ -317,13 +325,16 @@ class PickleStream:
                 idx = _UNPACK_UI(buf, pos)[0]
                 pos += 4
                 memo[idx] = stack[-1]
+                if idx >= memo_next:
+                    memo_next = idx + 1
                 if streaming:
                     put_log.append(idx)
             elif op == 0x6A:  # LONG_BINGET
-                value = memo[_UNPACK_UI(buf, pos)[0]]
+                value = memo.get(_UNPACK_UI(buf, pos)[0], _GONE)
                 pos += 4
                 if value is _GONE:
-                    raise self._error(base + at, "refers back to a row already read: not the layout this reader knows")
+                    raise self._error(base + at, "refers back to a memo entry that is not there (a row already "
+                                                 "read, or a damaged file): not the layout this reader knows")
                 stack.append(value)
             elif op in (0x65, 0x61, 0x75, 0x73):  # APPENDS, APPEND, SETITEMS, SETITEM
                 if op == 0x65 or op == 0x75:
@@ -357,10 +368,10 @@ class PickleStream:
                     # The handed-over rows are dropped: forget the memo entries that held them
                     # (and, after the first batch, anything else a row created).
                     for idx in put_log:
-                        value = memo[idx]
+                        value = memo.get(idx)
                         if first_batch and _shared(value) or type(value) in (_Global, _Dtype):
                             continue
-                        memo[idx] = _GONE
+                        memo.pop(idx, None)
                     put_log = []
                     first_batch = False
             elif op in (0x5D, 0x7D):  # EMPTY_LIST, EMPTY_DICT
@@ -407,6 +418,7 @@ class PickleStream:
                 if streaming and target is None:
                     raise self._error(base + at, "has no " + (f"{stream_at[0]!r} dict" if stream_at else "top-level list"))
                 self.result = stack[0]
+                self.memo_entries = len(memo)  # what the memo held at the end (rows' entries dropped)
                 self.done = True
                 return
             elif op == 0x8A:  # LONG1
@@ -534,9 +546,9 @@ _ROW_WINDOW = 8192
 _UNPACK_IDX = struct.Struct("<I").unpack
 
 
-def _dpr_row(buf: bytes, at: int, memo: dict):
-    """``((id, PickledArray), end)`` for the row whose id string starts at ``buf[at]``, its memo
-    entries set (to the dropped marker: rows are never referred back to), or None when the bytes
+def _dpr_row(buf: bytes, at: int, memo: dict, memo_next: int):
+    """``((id, PickledArray), end, memo_next)`` for the row whose id string starts at ``buf[at]``
+    (its memo entries counted, not kept: rows are never referred back to), or None when the bytes
     are not exactly that layout."""
     op = buf[at]
     if op == 0x8C:
@@ -569,10 +581,16 @@ def _dpr_row(buf: bytes, at: int, memo: dict):
     t = tail.groups()
     for one, four in ((g[0], g[1]), (g[6], g[7]), (g[10], g[11]), (g[12], g[13]), (g[16], g[17]),
                       (t[0], t[1]), (t[2], t[3]), (t[4], t[5])):
-        memo[one[0] if one is not None else _UNPACK_IDX(four)[0] if four is not None else len(memo)] = _GONE
+        if one is None and four is None:  # MEMOIZE
+            memo_next += 1
+        else:
+            idx = one[0] if one is not None else _UNPACK_IDX(four)[0]
+            memo.pop(idx, None)
+            if idx >= memo_next:
+                memo_next = idx + 1
     array = PickledArray()
     array.shape, array.dtype, array.data = (dim,), dtype, buf[data_start:data_start + length]
-    return (str(buf[start:start + n], "utf-8", "surrogatepass"), array), tail.end()
+    return (str(buf[start:start + n], "utf-8", "surrogatepass"), array), tail.end(), memo_next
 
 
 def _shared(value) -> bool:
