@@ -187,6 +187,8 @@ def test_dpr_pickles(tmp_path, release, small_chunks, protocol):
     reader = open_release("dpr-pickle", paths, dim=DIM)
     assert reader.rows is None and reader.dtype == np.float32 and reader.contiguous() is None
     check_skips(reader, ids, vectors)
+    read_all(reader)
+    assert [reader.path_of(row) for row in (0, 832, 833, 1665, 1666, ROWS - 1)] == [paths[0]] * 2 + [paths[1]] * 2 + [paths[2]] * 2
 
 
 def test_dpr_pickles_with_int_ids_and_float16(tmp_path, release):
@@ -320,6 +322,7 @@ def test_wiki_dpr_parquet(tmp_path, release, small_chunks, writer):
     reader = open_release("wiki-dpr", paths, dim=DIM)
     assert (reader.rows, reader.dtype) == (ROWS, np.float32)
     check_skips(reader, ids, vectors)
+    assert [reader.path_of(row) for row in (0, 833, ROWS - 1)] == paths
 
 
 def test_wiki_dpr_row_groups_skipped(tmp_path, release, small_chunks):

@@ -221,6 +221,10 @@ class FaissFlatReader:
     def contiguous(self) -> Contiguous:
         return self.block
 
+    def path_of(self, row: int) -> Path:
+        """Where row ``row``'s id is written (for messages)."""
+        return self.docid_path
+
     def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
         step = chunk_rows(self.dim)
         row_bytes = 4 * self.dim
@@ -321,7 +325,9 @@ class _PickleReader:
     """Shared by the pickle readers: the dtype of the first vector, found by reading up to it."""
 
     dim: int
+    paths: list[Path]
     _dtype: np.dtype | None = None
+    _starts: list | tuple = ()  # (first row, file) of the files read so far
 
     @property
     def dtype(self) -> np.dtype:
@@ -332,10 +338,46 @@ class _PickleReader:
         return self._dtype
 
     def _first_row(self) -> Iterator[None]:
-        raise NotImplementedError
+        for path in self.paths:
+            for rows in self._rows(path):
+                if rows:
+                    if type(rows[0][1]) is PickledArray:
+                        self._dtype = np.dtype(rows[0][1].dtype)
+                    yield None
+                    return
 
     def contiguous(self) -> None:
         return None
+
+    def path_of(self, row: int) -> Path:
+        """The file holding row ``row`` (of those read so far), for messages."""
+        return _path_of(self._starts, row, self.paths)
+
+    def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
+        batcher = _Batcher(chunk_rows(self.dim))
+        seen = 0
+        self._starts = []
+        for path in self.paths:
+            self._starts.append((seen, path))
+            for rows in self._rows(path):
+                if seen + len(rows) <= skip:
+                    seen += len(rows)
+                    continue
+                ids, block = _vector_rows(rows, self.dim, path)
+                drop = max(0, skip - seen)
+                seen += len(rows)
+                yield from batcher.add(ids[drop:], block[drop:])
+        yield from batcher.rest()
+
+
+def _path_of(starts: list[tuple[int, object]], row: int, paths: list[Path]):
+    """The last of ``starts`` (first row, file) at or before ``row``."""
+    found = paths[0] if paths else None
+    for first, path in starts:
+        if first > row:
+            break
+        found = path
+    return found
 
 
 class DprPickleReader(_PickleReader):
@@ -361,29 +403,6 @@ class DprPickleReader(_PickleReader):
                     rows.append((_id_text(item[0], path, "an id"), item[1]))
                 yield rows
 
-    def _first_row(self) -> Iterator[None]:
-        for path in self.paths:
-            for rows in self._rows(path):
-                if rows:
-                    self._dtype = np.dtype(rows[0][1].dtype) if type(rows[0][1]) is PickledArray else self._dtype
-                    yield None
-                    return
-
-    def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
-        batcher = _Batcher(chunk_rows(self.dim))
-        seen = 0
-        for path in self.paths:
-            for rows in self._rows(path):
-                if seen + len(rows) <= skip:
-                    seen += len(rows)
-                    continue
-                ids, block = _vector_rows(rows, self.dim, path)
-                drop = max(0, skip - seen)
-                seen += len(rows)
-                yield from batcher.add(ids[drop:], block[drop:])
-        yield from batcher.rest()
-
-
 class ArtPickleReader(_PickleReader):
     """ART's evidence embeddings: ``{'embed_data': {row_id: float16 vector}}`` in one pickle."""
 
@@ -405,16 +424,6 @@ class ArtPickleReader(_PickleReader):
             if type(stream.result) is not dict or set(stream.result) != {"embed_data"}:
                 keys = sorted(map(repr, stream.result)) if type(stream.result) is dict else type(stream.result).__name__
                 raise InputFileError(path, f"holds {keys}, not ART's {{'embed_data': ...}}")
-
-    def _first_row(self) -> Iterator[None]:
-        for path in self.paths:
-            for rows in self._rows(path):
-                if rows:
-                    self._dtype = np.dtype(rows[0][1].dtype) if type(rows[0][1]) is PickledArray else self._dtype
-                    yield None
-                    return
-
-    chunks = DprPickleReader.chunks
 
 
 class ContrieverTarReader(_PickleReader):
@@ -483,7 +492,9 @@ class ContrieverTarReader(_PickleReader):
     def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
         step = chunk_rows(self.dim)
         seen = 0
+        self._starts = []
         for path, name, start, end in self._members():
+            self._starts.append((seen, name))
             with open(path, "rb") as f:
                 ids, array = self._shard(f, name, start, end)
                 rows = len(ids)
@@ -541,6 +552,14 @@ class WikiDprReader:
 
     def contiguous(self) -> None:
         return None
+
+    def path_of(self, row: int) -> Path:
+        """The parquet file holding row ``row`` (for messages)."""
+        first, starts = 0, []
+        for path, groups in self._files:
+            starts.append((first, path))
+            first += sum(groups)
+        return _path_of(starts, row, self.paths)
 
     def chunks(self, skip: int = 0) -> Iterator[tuple[list[str], np.ndarray]]:
         import pyarrow as pa
