@@ -51,6 +51,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.data.corpus_store",
     "harness.data.archives",
     "harness.data.download",
+    "harness.data.embeddings",
     "harness.data.passages",
     "harness.data.questions",
     "harness.runfiles.readers",
