@@ -605,3 +605,21 @@ def test_harness_run_searches_a_release_by_name(world, tmp_path, monkeypatch, ca
     questions = suite.questions
     expected = brute_force({"questions": [q.text for q in questions]}, SimpleNamespace(encoder=encoder), ids, vectors, k=20)
     assert [ranked[q.id] for q in questions] == [ranking for ranking, _ in expected]
+
+
+def test_an_import_written_whole_but_not_renamed_is_renamed(world, tmp_path):
+    from harness_builtins.dense.released.importer import import_release
+
+    spec = spec_of(dim=world["dim"])
+    done = import_release(spec, [tmp_path], world["corpus"], "identity", tmp_path / "c", progress=False,
+                          reader=ArrayRelease(world["ids"], world["vectors"]), digest="e" * 64, shard_size=300)
+    before = cache_bytes(done.path)
+    os.replace(done.path, done.path.with_name(f".{done.path.name}.partial"))  # killed before the rename
+
+    class Unread(ArrayRelease):
+        def chunks(self, skip=0):
+            raise AssertionError("a whole import was read again")
+
+    again = import_release(spec, [tmp_path], world["corpus"], "identity", tmp_path / "c", progress=False,
+                           reader=Unread(world["ids"], world["vectors"]), digest="e" * 64, shard_size=300)
+    assert again.path == done.path and cache_bytes(again.path) == before and again.imported.rows == 0

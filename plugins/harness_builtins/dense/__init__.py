@@ -7,7 +7,10 @@ same name on the dense engine:
 
 - :mod:`~harness_builtins.dense.encoders`: transformers and sentence-transformers encoders
   (pooling, input formats, length-sorted batches, autocast on GPU).
-- :mod:`~harness_builtins.dense.embeddings`: corpus embeddings cached on disk as float16 shards.
+- :mod:`~harness_builtins.dense.embeddings`: corpus embeddings cached on disk as shards (float32
+  up to 2M passages, float16 beyond; an imported release's float32, possibly mapped in place).
+- :mod:`~harness_builtins.dense.released`: released passage vectors searched instead of encoding
+  (``-o embeddings=NAME``): read, imported with their ids mapped, checked against the encoder.
 - :mod:`~harness_builtins.dense.index`: faiss indexes (exact inner product, HNSW, IVF-PQ).
 - :mod:`~harness_builtins.dense.retriever`: the retriever, built from an encoder and options.
 - :mod:`~harness_builtins.dense.presets`: the built-in encoders, as data.

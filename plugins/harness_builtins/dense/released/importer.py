@@ -236,6 +236,11 @@ def import_release(
     work = final.with_name(f".{final.name}.partial")
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
+        if _complete(work, digest):  # written whole, killed before the rename
+            os.replace(work, final)
+            cache = EmbeddingCache.open(final)
+            cache.imported = ImportStats()
+            return cache
         if reader is None:
             from harness_builtins.dense.released.formats import open_release
 
@@ -389,6 +394,14 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
     (work / PROGRESS_FILE).unlink(missing_ok=True)
     _write_json_atomic(work / META_FILE, meta)
     return stats
+
+
+def _complete(work: Path, digest: str) -> bool:
+    try:
+        meta = json.loads((work / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("complete")) and (meta.get("release") or {}).get("digest") == digest
 
 
 def _read_progress(work: Path, **expected: Any) -> dict[str, Any]:
