@@ -85,7 +85,7 @@ def release_cache(name: str, corpus: Corpus, encoder: Any, preset: str | None, r
     digest = cache.release["digest"]
     mapping = dict(cache.release["mapping"])
     say(f"searching released embeddings {spec.name!r} ({spec.format}, {len(cache):,} vectors of {spec.dim}, "
-        f"sha256 {digest[:12]}) instead of encoding corpus {corpus.name!r}")
+        f"digest {digest[:12]}) instead of encoding corpus {corpus.name!r}")
     if mapping["missing"]:
         shown = ", ".join(mapping["missing_ids"][:10])
         more = f" and {mapping['missing'] - 10} more" if mapping["missing"] > 10 else ""
