@@ -501,7 +501,7 @@ import test_released_import as t
 from harness_builtins.dense.released.importer import import_release
 data = np.load(sys.argv[2])
 corpus = t.make_corpus()
-reader = t.ArrayRelease([str(i) for i in data["ids"]], data["vectors"], chunk=50, pause=0.05)
+reader = t.ArrayRelease([str(i) for i in data["ids"]], data["vectors"], chunk=50, pause=0.1)
 import_release(t.spec_of(rows=len(data["ids"]), dim=data["vectors"].shape[1]), [sys.argv[3]], corpus, "identity", sys.argv[3],
                progress=False, reader=reader, digest="d" * 64, shard_size=200)
 """
