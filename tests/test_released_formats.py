@@ -437,3 +437,36 @@ def test_unknown_format_and_missing_files(tmp_path):
     with pytest.raises(InputFileError, match="missing") as caught:
         open_release("dpr-pickle", [tmp_path / "wiki_passages_0"], dim=DIM)
     one_line(caught, tmp_path / "wiki_passages_0")
+
+
+@pytest.mark.parametrize("layout, protocol", [("dpr", 3), ("dpr", 4), ("art", 4), ("art", 3)])
+def test_whole_row_matching_agrees_with_the_opcode_loop(tmp_path, monkeypatch, layout, protocol):
+    """Rows after the first batch are matched whole (``_dpr_row``, ``_art_item``); the opcode loop
+    alone reads the same ids and vectors, and the matching is really used."""
+    rows = 5000
+    ids = [str(i) for i in range(1, rows + 1)]
+    vectors = np.random.default_rng(7).standard_normal((rows, 24), dtype=np.float32)
+    if layout == "dpr":
+        paths = rf.write_dpr_pickles(tmp_path, ids, vectors, 1, protocol=protocol)
+        matcher = "_dpr_row"
+    else:
+        paths = rf.write_art_pickle(tmp_path / "art.pkl", [int(i) for i in ids], vectors, protocol=protocol)
+        matcher = "_art_item"
+    fmt = "dpr-pickle" if layout == "dpr" else "art-pickle"
+    real = getattr(unpickle, matcher)
+    hits = []
+
+    def counting(*args):
+        found = real(*args)
+        hits.append(found is not None)
+        return found
+
+    monkeypatch.setattr(unpickle, matcher, counting)
+    matched_ids, matched = read_all(open_release(fmt, paths, dim=24))
+    assert sum(hits) >= 3000  # rows of batches 2 to 5 (a FRAME now and then is left to the loop)
+    monkeypatch.setattr(unpickle, matcher, lambda *args: None)
+    looped_ids, looped = read_all(open_release(fmt, paths, dim=24))
+    assert matched_ids == looped_ids == ids
+    np.testing.assert_array_equal(matched, looped)
+    expected = vectors if layout == "dpr" else vectors.astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(matched, expected)
