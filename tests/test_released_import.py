@@ -423,6 +423,37 @@ def test_wrong_width_non_finite_and_too_few_rows_are_refused(world, tmp_path):
     assert "1,000 missing" in one_line(exc)
 
 
+@pytest.mark.parametrize("ids_kind", ["dense", "hash"])
+def test_ids_map_through_a_corpus_store(world, tmp_path, ids_kind):
+    """A corpus store maps the ids: DPR-style ids 1..N computed at once (its dense id index), any
+    others through its hash index; unknown ids refused the same way."""
+    from test_corpus_store import write_tsv
+
+    from harness.data.corpus_store import build_store
+    from harness_builtins.dense.released.importer import IdMap, import_release
+
+    passages = list(world["corpus"])
+    if ids_kind == "hash":
+        passages = [Passage(id=f"p-{p.id}", title=p.title, text=p.text) for p in passages]
+    store = build_store(write_tsv(tmp_path / "psgs.tsv", passages), tmp_path / "store", name=CORPUS, progress=False)
+    assert store.meta["id_index"] == ids_kind
+    ids_map = IdMap(store)
+    probe = [passages[5].id, passages[0].id, "0", "012", "+3", "2001", "x", passages[-1].id]
+    np.testing.assert_array_equal(ids_map.rows(probe), [5, 0, -1, -1, -1, -1, -1, len(passages) - 1])
+    order = np.random.default_rng(8).permutation(len(passages))[1:]
+    ids, vectors = [passages[i].id for i in order], world["vectors"][order]
+    cache = import_release(spec_of(rows=len(ids), dim=world["dim"]), [tmp_path], store, "identity", tmp_path / "c",
+                           progress=False, reader=ArrayRelease(ids, vectors), digest="f" * 64, shard_size=300)
+    assert cache.passage_ids(np.arange(len(ids))) == ids
+    [missing] = np.setdiff1d(np.arange(len(passages)), order).tolist()
+    assert cache.release["mapping"]["missing_ids"] == [passages[missing].id]
+    bad = list(ids)
+    bad[700] = "012" if ids_kind == "dense" else "p-0"
+    with pytest.raises(HarnessError, match=f"id '{bad[700]}' \\(row 700\\) is not a passage"):
+        import_release(spec_of(rows=len(ids), dim=world["dim"]), [tmp_path], store, "identity", tmp_path / "c",
+                       progress=False, reader=ArrayRelease(bad, vectors), digest="9" * 64, shard_size=300)
+
+
 def test_a_release_for_another_corpus_or_encoder_is_refused(world, registered, tmp_path):
     registered(spec_of("other-corpus", dim=world["dim"], corpus="nq-wiki"), lambda: None)
     registered(spec_of("other-encoder", dim=world["dim"], encoder="contriever"), lambda: None)

@@ -9,8 +9,9 @@ The release is a simulated pyserini ``wikipedia-dpr-100w.dpr-multi`` prebuilt in
 writes it, from a 2-row index written by faiss and re-sized; the 64.6 GB block a sparse file, so
 it reads as zeros and takes no disk) and its ``docid`` file (every passage id of a 21,015,324
 passage corpus but 4, in corpus order; 180 MB, written). The corpus is a stand-in with the
-corpus store's interface (``rows`` / ``passage_at``, ids ``"1"`` ... ``"21015324"``): the import
-maps every id through it.
+interface of a corpus store whose ids are ``"1"`` ... ``"21015324"`` (its ``dense`` id index, as
+the real store of ``psgs_w100.tsv`` has): the import maps every id through it
+(:func:`~harness_builtins.dense.released.importer.dense_rows`).
 
 Two imports run, each in a fresh process, through :func:`import_release` and the format's own
 reader (:func:`~harness_builtins.dense.released.formats.open_release`):
@@ -64,21 +65,19 @@ dim = int(sys.argv[6])
 
 
 class Corpus:
-    # a corpus store's interface over ids "1" ... str(corpus_rows)
+    # a corpus store's interface over ids "1" ... str(corpus_rows): its dense id index
     name = "wikipedia-dpr-100w"
     fingerprint = "sha256:" + "0" * 64
+    meta = {"id_index": "dense"}
 
     def __len__(self):
         return corpus_rows
 
     def rows(self, ids):
-        out = np.array([int(i) for i in ids], dtype=np.int64) - 1
-        if ((out < 0) | (out >= corpus_rows)).any():
-            raise KeyError(ids[int(np.flatnonzero((out < 0) | (out >= corpus_rows))[0])])
-        return out
+        raise RuntimeError("a dense store's ids are mapped at once, not one by one")
 
     def row(self, pid):
-        return int(self.rows([pid])[0])
+        raise RuntimeError("a dense store's ids are mapped at once, not one by one")
 
     def passage_at(self, row):
         from harness.api import Passage

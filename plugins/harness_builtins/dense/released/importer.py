@@ -148,9 +148,24 @@ def release_cache_path(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEm
 # --- ids ------------------------------------------------------------------------------------------
 
 
+def dense_rows(ids: Sequence[str], count: int) -> np.ndarray | None:
+    """The rows of ``ids`` in a corpus whose ids are ``"1"`` ... ``str(count)`` in order (a corpus
+    store's ``dense`` id index, as DPR's Wikipedia is), computed at once: -1 for an id that is not
+    one of them (not the canonical decimal text: ``"012"``, ``"+5"``, ``" 7"`` are not); None when
+    an id is not a decimal number at all (the caller asks the store)."""
+    text = np.asarray(ids, dtype=str)
+    try:
+        numbers = text.astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    canonical = (numbers >= 1) & (numbers <= count) & (numbers.astype(str) == text)
+    return np.where(canonical, numbers - 1, -1)
+
+
 class IdMap:
-    """Passage id -> corpus row, explicitly: a corpus store's memory-mapped id index
-    (``rows``/``row``), else a dictionary built once from the corpus."""
+    """Passage id -> corpus row, explicitly: a corpus store's id index (its ``dense`` ids computed
+    at once by :func:`dense_rows`, else its memory-mapped hash index through ``rows``/``row``),
+    else a dictionary built once from the corpus (an in-memory corpus; large corpora are stores)."""
 
     def __init__(self, corpus: Corpus):
         from harness.data.corpora import LazyCorpus
@@ -161,6 +176,8 @@ class IdMap:
         self._store = inner if callable(getattr(inner, "rows", None)) and callable(getattr(inner, "passage_at", None)) else None
         self._ids: list[str] | None = None
         self._rows: dict[str, int] | None = None
+        meta = getattr(self._store, "meta", None)
+        self._dense = isinstance(meta, dict) and meta.get("id_index") == "dense"
         if self._store is None:
             self._ids = [p.id for p in inner]
             self._rows = {pid: row for row, pid in enumerate(self._ids)}
@@ -170,6 +187,8 @@ class IdMap:
         if self._rows is not None:
             get = self._rows.get
             return np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        if self._dense and (rows := dense_rows(ids, self.count)) is not None:
+            return rows
         try:
             return np.asarray(self._store.rows(list(ids)), dtype=np.int64)
         except KeyError:
