@@ -645,7 +645,10 @@ def test_an_import_written_whole_but_not_renamed_is_renamed(world, tmp_path):
     done = import_release(spec, [tmp_path], world["corpus"], "identity", tmp_path / "c", progress=False,
                           reader=ArrayRelease(world["ids"], world["vectors"]), digest="e" * 64, shard_size=300)
     before = cache_bytes(done.path)
-    os.replace(done.path, done.path.with_name(f".{done.path.name}.partial"))  # killed before the rename
+    partial = done.path.with_name(f".{done.path.name}.partial")
+    os.replace(done.path, partial)  # killed after meta.json was written, before the tidying and the rename
+    (partial / "progress.json").write_text("{}")
+    np.save(partial / "owner.npy", np.zeros(3, np.uint32))
 
     class Unread(ArrayRelease):
         def chunks(self, skip=0):

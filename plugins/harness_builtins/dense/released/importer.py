@@ -256,6 +256,7 @@ def import_release(
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
         if _complete(work, digest):  # written whole, killed before the rename
+            _tidy(work)
             os.replace(work, final)
             cache = EmbeddingCache.open(final)
             cache.imported = ImportStats()
@@ -325,6 +326,9 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
     count = len(corpus)
     contiguous = reader.contiguous()
     in_place = contiguous is not None
+    if in_place and (int(contiguous.rows) != rows or int(contiguous.dim) != spec.dim):
+        raise HarnessError(f"{contiguous.path}: its block holds {contiguous.rows:,} x {contiguous.dim}, release "
+                           f"{spec.name!r} {rows:,} x {spec.dim}")
     shards = (rows + shard_size - 1) // shard_size
     state = _read_progress(work, rows=rows, shard_size=shard_size, in_place=in_place, digest=digest, count=count)
     done_shards = state["shards_done"]
@@ -405,14 +409,17 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
     if in_place:
         file = Path(contiguous.path).resolve()
         st = file.stat()
-        if int(contiguous.rows) != rows or int(contiguous.dim) != spec.dim:
-            raise HarnessError(f"{file}: its block holds {contiguous.rows} x {contiguous.dim}, the release {rows} x {spec.dim}")
         meta["store"] = {"path": str(file), "offset": int(contiguous.offset), "rows": rows, "dim": spec.dim,
                          "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    owner_path.unlink()
-    (work / PROGRESS_FILE).unlink(missing_ok=True)
-    _write_json_atomic(work / META_FILE, meta)
+    _write_json_atomic(work / META_FILE, meta)  # complete: what follows only tidies
+    _tidy(work)
     return stats
+
+
+def _tidy(work: Path) -> None:
+    """Remove the import's own records from a complete import's folder."""
+    (work / OWNER_FILE).unlink(missing_ok=True)
+    (work / PROGRESS_FILE).unlink(missing_ok=True)
 
 
 def _complete(work: Path, digest: str) -> bool:
