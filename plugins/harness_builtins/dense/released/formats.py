@@ -635,7 +635,7 @@ def _faiss_parts(paths: Sequence[Path]) -> tuple[Path, Path]:
 def open_release(format: str, paths: Sequence[Path], *, dim: int) -> ReleaseReader:
     """The reader of a release in ``format`` whose files (in read order) are ``paths``, with
     vectors ``dim`` wide."""
-    from harness.api.embeddings import EMBEDDING_FORMATS
+    from harness.api import EMBEDDING_FORMATS
 
     if format not in EMBEDDING_FORMATS:
         raise HarnessError(f"unknown released-embeddings format {format!r}; known: {', '.join(EMBEDDING_FORMATS)}")

@@ -190,7 +190,7 @@ class PickleStream:
         fast_items = bool(stream_at)  # ART's {row_id: vector} items: see _art_item
 
         def refill(need: int):
-            """``buf`` from ``pos`` on with at least ``need`` bytes; returns (buf, base)."""
+            """Make ``buf`` start at ``pos`` and hold at least ``need`` bytes (else: truncated)."""
             nonlocal buf, pos, base, blen
             here = base + pos
             want = max(BLOCK, need)
@@ -231,7 +231,7 @@ class PickleStream:
             if pos + 9 > blen:
                 if base + pos >= end:
                     raise self._error(base + pos, "truncated: the file ends before the pickle's STOP")
-                refill(1) if end - (base + pos) < 9 else refill(9)
+                refill(min(9, end - (base + pos)))
             op = buf[pos]
             at = pos
             pos += 1
