@@ -53,6 +53,7 @@ from typing import Protocol
 
 import numpy as np
 
+from harness.api import EMBEDDING_FORMATS
 from harness.errors import HarnessError, InputFileError
 
 from .unpickle import FileSpan, PickledArray, PickleStream, read_span
@@ -635,8 +636,6 @@ def _faiss_parts(paths: Sequence[Path]) -> tuple[Path, Path]:
 def open_release(format: str, paths: Sequence[Path], *, dim: int) -> ReleaseReader:
     """The reader of a release in ``format`` whose files (in read order) are ``paths``, with
     vectors ``dim`` wide."""
-    from harness.api import EMBEDDING_FORMATS
-
     if format not in EMBEDDING_FORMATS:
         raise HarnessError(f"unknown released-embeddings format {format!r}; known: {', '.join(EMBEDDING_FORMATS)}")
     paths = [Path(p) for p in paths]
