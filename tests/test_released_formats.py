@@ -242,18 +242,39 @@ def test_dpr_pickle_damaged_or_foreign(tmp_path, release):
 # --- contriever-pickle ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lazy", [False, True], ids=["inline", "array-left-in-file"])
-def test_contriever_tar(tmp_path, release, small_chunks, monkeypatch, lazy):
+@pytest.mark.parametrize("lazy, shards", [(False, 3), (True, 3), (True, 1)],
+                         ids=["inline", "array-left-in-file", "one-shard"])
+def test_contriever_tar(tmp_path, release, small_chunks, monkeypatch, lazy, shards):
     ids, vectors = release
     if lazy:  # the released shards' arrays (2 GB each) stay in the tar and are read by rows
         monkeypatch.setattr(unpickle, "LAZY_BYTES", 4096)
     half = vectors.astype(np.float16)
-    (tar,) = rf.write_contriever_tar(tmp_path / "wikipedia_embeddings.tar", ids, half, 3)
+    (tar,) = rf.write_contriever_tar(tmp_path / "wikipedia_embeddings.tar", ids, half, shards)
     with tarfile.open(tar) as t:
-        assert t.getnames() == [f"wikipedia_embeddings/passages_{i:02d}" for i in range(3)]
+        assert t.getnames() == [f"wikipedia_embeddings/passages_{i:02d}" for i in range(shards)]
     reader = open_release("contriever-pickle", [tar], dim=DIM)
     assert reader.dtype == np.float16 and reader.contiguous() is None
     check_skips(reader, ids, half.astype(np.float32))
+
+
+def test_contriever_ids_kept_compactly_as_written(tmp_path):
+    """Contriever's ids are streamed out of the pickle (all 21M may be one shard's) into a compact
+    store and come back exactly, text of any kind included."""
+    ids = [f"wiki:{i}" if i % 3 else f"Zürich — {i}" for i in range(3500)]
+    vectors = np.random.default_rng(9).standard_normal((3500, 8), dtype=np.float32).astype(np.float16)
+    (tar,) = rf.write_contriever_tar(tmp_path / "wikipedia_embeddings.tar", ids, vectors, 1)
+    reader = open_release("contriever-pickle", [tar], dim=8)
+    for skip in (0, 999, 1000, 1001, 3499):
+        got_ids, got = read_all(reader, skip)
+        assert got_ids == ids[skip:]
+        np.testing.assert_array_equal(got, vectors[skip:].astype(np.float32))
+    with tarfile.open(tar) as t:
+        member = t.getmembers()[0]
+    with open(tar, "rb") as f:
+        stream = unpickle.PickleStream(f, tar, start=member.offset_data, end=member.offset_data + member.size,
+                                       stream_at=(), match_rows=False)
+        assert sum(len(batch) for batch in stream) == 3500
+    assert stream.memo_entries <= 1000 + 16  # the first batch's short ids, not all 3,500
 
 
 def test_contriever_tar_damaged(tmp_path, release, monkeypatch):

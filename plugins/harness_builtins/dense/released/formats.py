@@ -463,15 +463,21 @@ class ContrieverTarReader(_PickleReader):
                     raise InputFileError(f"{path}:{member.name}", "truncated: the member runs past the end of the tar")
                 yield path, f"{path}:{member.name}", member.offset_data, member.offset_data + member.size
 
-    def _shard(self, f, name: str, start: int, end: int) -> tuple[list[str], PickledArray]:
-        stream = PickleStream(f, name, start=start, end=end)
-        for _ in stream:
-            pass
+    def _shard(self, f, name: str, start: int, end: int) -> tuple[_IdStore, PickledArray]:
+        """The shard's ids (streamed out of the pickle into a compact store: a shard may hold all
+        21M) and its embeddings (left in the file when large)."""
+        key = (name, start, end)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        ids = _IdStore()
+        stream = PickleStream(f, name, start=start, end=end, stream_at=(), match_rows=False)
+        for batch in stream:
+            ids.add([_id_text(i, name, "an id") for i in batch])
         result = stream.result
-        if (type(result) is not tuple or len(result) != 2 or type(result[0]) is not list
+        if (type(result) is not tuple or len(result) != 2 or result[0] != []
                 or type(result[1]) is not PickledArray):
             raise InputFileError(name, "not Contriever's (ids, embeddings) pair")
-        ids, array = result
+        array = result[1]
         if len(array.shape) != 2 or array.shape[1] != self.dim:
             raise InputFileError(name, f"embeddings of shape {array.shape}, not (n, {self.dim})")
         if array.shape[0] != len(ids):
@@ -480,7 +486,10 @@ class ContrieverTarReader(_PickleReader):
             raise InputFileError(name, f"embeddings of dtype {array.dtype}, not floating point")
         if array.order != "C":
             raise InputFileError(name, "embeddings in Fortran order: rows cannot be read in chunks")
-        return [_id_text(i, name, "an id") for i in ids], array
+        self._last = (key, (ids, array))
+        return ids, array
+
+    _last = None  # the last shard parsed: (member, (ids, embeddings)), kept for the next read
 
     def _first_row(self) -> Iterator[None]:
         for path, name, start, end in self._members():
@@ -513,7 +522,43 @@ class ContrieverTarReader(_PickleReader):
                             raise InputFileError(name, f"truncated while reading its embeddings: {exc}") from None
                     else:
                         block = np.array(array.values()[row:row + n], dtype=np.float32)
-                    yield ids[row:row + n], block
+                    yield ids.slice(row, row + n), block
+
+
+class _IdStore:
+    """Ids kept compactly (their UTF-8 bytes joined, one end offset each: ~9 bytes an id instead
+    of a Python string's ~60), in batches as they were added."""
+
+    def __init__(self):
+        self.blobs: list[bytes] = []
+        self.ends: list[np.ndarray] = []
+        self.firsts: list[int] = [0]
+
+    def add(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
+        self.blobs.append(b"".join(encoded))
+        self.ends.append(np.cumsum([len(e) for e in encoded], dtype=np.int64))
+        self.firsts.append(self.firsts[-1] + len(ids))
+
+    def __len__(self) -> int:
+        return self.firsts[-1]
+
+    def slice(self, start: int, stop: int) -> list[str]:
+        out: list[str] = []
+        b = int(np.searchsorted(self.firsts, start, side="right")) - 1
+        while start < stop:
+            first, blob, ends = self.firsts[b], self.blobs[b], self.ends[b]
+            upto = min(stop, self.firsts[b + 1])
+            lo, hi = start - first, upto - first
+            offsets = ends[lo:hi].tolist()
+            begin = int(ends[lo - 1]) if lo else 0
+            for end in offsets:
+                out.append(str(blob[begin:end], "utf-8", "surrogatepass"))
+                begin = end
+            start, b = upto, b + 1
+        return out
 
 
 # --- wiki-dpr (parquet) -----------------------------------------------------------------------

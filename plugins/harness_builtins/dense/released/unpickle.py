@@ -14,8 +14,8 @@ Memory stays bounded whatever the file's size:
 - a ``bytes`` payload of :data:`LAZY_BYTES` or more (Contriever's one array per shard, 2 GB) is
   not read: it becomes a :class:`FileSpan` (its offset and length in the file), read later in row
   chunks by the caller;
-- the items of one container (``stream_at``: DPR's top-level list, ART's ``embed_data`` dict) are
-  handed over batch by batch (as the pickler wrote them, 1,000 a batch) instead of being
+- the items of one container (``stream_at``: DPR's top-level list, Contriever's list of ids, ART's
+  ``embed_data`` dict) are handed over batch by batch (as the pickler wrote them, 1,000 a batch) instead of being
   collected, and the memo entries that pointed to them are dropped;
 - without a streamed container, at most :data:`INLINE_BUDGET` bytes of payload are held.
 """
@@ -131,21 +131,25 @@ class PickleStream:
     ``name`` in messages.
 
     ``stream_at`` names the container whose items are handed over instead of collected: ``()``
-    for the top-level list (DPR), ``("embed_data",)`` for the dict under that key of the
-    top-level dict (ART), ``None`` for none (Contriever). Iterating yields lists of its items
+    for the first list created on an empty stack (DPR's top-level list; Contriever's ids, the
+    first half of its pair), ``("embed_data",)`` for the dict under that key of the top-level
+    dict (ART), ``None`` for none. ``match_rows`` lets DPR's and ART's rows be matched whole (see
+    :func:`_dpr_row`). Iterating yields lists of its items
     (``(key, value)`` pairs for a dict); afterwards :attr:`result` is the unpickled object (the
     streamed container left empty). Arrays are :class:`PickledArray`; numpy scalars come back as
     numpy scalars.
     """
 
     def __init__(self, file: BinaryIO, name: str | Path, *, start: int = 0, end: int | None = None,
-                 stream_at: tuple[str, ...] | None = None, lazy_bytes: int | None = None):
+                 stream_at: tuple[str, ...] | None = None, lazy_bytes: int | None = None,
+                 match_rows: bool = True):
         self.file, self.name = file, name
         self.start = start
         if end is None:
             end = file.seek(0, 2)
         self.end = end
         self.stream_at = stream_at
+        self.match_rows = match_rows
         self.lazy_bytes = LAZY_BYTES if lazy_bytes is None else lazy_bytes
         self.result = None
         self.memo_entries = 0
@@ -186,8 +190,8 @@ class PickleStream:
         out: list = []
         inline = 0  # payload bytes held (without a streamed container)
         streaming = stream_at is not None
-        fast_rows = stream_at == ()  # DPR's (id, vector) rows: see _dpr_row
-        fast_items = bool(stream_at)  # ART's {row_id: vector} items: see _art_item
+        fast_rows = stream_at == () and self.match_rows  # DPR's (id, vector) rows: see _dpr_row
+        fast_items = bool(stream_at) and self.match_rows  # ART's {row_id: vector} items: see _art_item
 
         def refill(need: int):
             """Make ``buf`` start at ``pos`` and hold at least ``need`` bytes (else: truncated)."""
@@ -393,7 +397,7 @@ class PickleStream:
                     root = container
                     if streaming and not stream_at:
                         if op != 0x5D:
-                            raise self._error(base + at, "holds a dict, not a list of (id, vector) tuples")
+                            raise self._error(base + at, "holds a dict where this layout has a list")
                         target = container
                     elif streaming and op != 0x7D:
                         raise self._error(base + at, "holds a list, not a dict")
