@@ -23,7 +23,8 @@ Every reader streams the release in its own row order, ids exactly as the releas
     Contriever's ``generate_passage_embeddings.py`` shards (``passages_00`` ...): each a pickled
     ``(ids, embeddings)`` pair, one ``(n, dim)`` array (float16 from its fp16 default), shipped in
     ``wikipedia_embeddings.tar``. The members are read in the tar's order straight from the tar
-    (nothing is extracted); each array stays in the file and is read a chunk of rows at a time.
+    (nothing is extracted); a shard's ids are streamed into a compact store (its README encodes
+    all 21M passages as one shard) and its array stays in the file, read a chunk of rows at a time.
 ``art-pickle``
     ART's precomputed evidence embeddings (``OpenRetreivalDataStore.save_shard`` /
     ``merge_shards_and_save``): one pickled ``{'embed_data': {row_id: np.float16(vector)}}``, the
