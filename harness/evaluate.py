@@ -33,12 +33,12 @@ from harness.util.resources import PeakMemory
 from harness.errors import HarnessError, warn
 from harness.scoring.matching import MATCHER_VERSION
 from harness.scoring.metrics import DEFAULT_METRIC
-from harness.util.progress import progress
 from harness.results.cost import cost_record
 from harness.results.schema import SCHEMA
 from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
+from harness.scoring.retrieval import normalize_question, retrieve
 from harness.scoring.ties import describe_ties
-from harness.api import DEFAULT_RERANK_DEPTH, MAX_K, Corpus, Hit, Question, Reranker, Retriever, RunContext, Suite
+from harness.api import DEFAULT_RERANK_DEPTH, MAX_K, Corpus, Hit, Reranker, Retriever, RunContext, Suite
 
 __all__ = [
     "Evaluation",
@@ -56,15 +56,6 @@ __all__ = [
     "run_evaluation",
     "score_suite",
 ]
-
-#: Queries handed to a retriever per ``search`` call (progress is reported between batches).
-SEARCH_BATCH = 256
-
-
-def normalize_question(text: str) -> str:
-    """The only normalisation questions get in the references: ``’`` becomes ``'``."""
-    return text.replace("\u2019", "'")
-
 
 def parse_k(values: Sequence[int]) -> tuple[int, ...]:
     """Sorted distinct cutoffs; each must be a positive integer up to :data:`MAX_K`."""
@@ -93,57 +84,6 @@ class Timer:
             yield
         finally:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
-
-
-def retrieve(
-    retriever: Retriever,
-    questions: Sequence[Question],
-    depth: int,
-    context: RunContext,
-    *,
-    name: str = "?",
-    corpus: Corpus | None = None,
-    parts: Sequence[str] | None = None,
-) -> list[list[Hit]]:
-    """Each question's top-``depth`` hits, searched in batches with a progress bar. With
-    ``parts`` (each question's part name), a retriever with ``search_parts``
-    (:class:`~harness.api.PartAwareRetriever`) is told each question's part.
-
-    Every ranking is checked (:func:`harness.scoring.rankings.check_ranking`): at most ``depth``
-    :class:`Hit` records, no passage twice, finite scores best first, and, given ``corpus``, only
-    its passages; a broken one is a one-line error naming retriever ``name`` and the question.
-    """
-    from harness.scoring.rankings import check_ranking, corpus_has
-
-    known = corpus_has(corpus) if corpus is not None else None
-    source = f"retriever {name!r}"
-    rankings: list[list[Hit]] = []
-    queries = [normalize_question(q.text) for q in questions]
-    with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
-        for start in range(0, len(queries), SEARCH_BATCH):
-            batch = queries[start : start + SEARCH_BATCH]
-            if parts is not None and callable(getattr(retriever, "search_parts", None)):
-                hits = retriever.search_parts(batch, list(parts[start : start + SEARCH_BATCH]), depth, context)
-            else:
-                hits = retriever.search(batch, depth, context)
-            if not isinstance(hits, Sequence) or len(hits) != len(batch):
-                got = len(hits) if isinstance(hits, Sequence) else type(hits).__name__
-                raise HarnessError(f"{source} returned {got} rankings for {len(batch)} queries")
-            for question, ranking in zip(questions[start : start + SEARCH_BATCH], hits):
-                ranking = list(ranking)
-                for position, hit in enumerate(ranking):
-                    if not isinstance(hit, Hit):
-                        raise HarnessError(
-                            f"{source}: question {question.id!r}: hit {position} is a {type(hit).__name__}, "
-                            "not a harness.api.Hit"
-                        )
-                check_ranking(
-                    [(h.passage_id, h.score) for h in ranking], question=question.id, source=source,
-                    depth=depth, known=known,
-                )
-                rankings.append(ranking)
-            bar.update(len(batch))
-    return rankings
 
 
 def _text_lookup(corpus: Corpus, retriever_name: str):

@@ -52,6 +52,7 @@ from harness.api import Corpus, Hit, MatchMode, Passage, Question, Retriever, Ru
 from harness.data.corpus_sources import not_utf8
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.matching import AnswerMatcher, screen
+from harness.scoring.retrieval import retrieve
 from harness.util import jsonio
 from harness.util.atomic import atomic_file, remove_stale
 
@@ -412,11 +413,9 @@ def suite_training_examples(
     negatives: int = 1,
 ) -> tuple[list[TrainingExample], int]:
     """Distant supervision over a loaded suite with a loaded retriever: index the suite's corpus,
-    retrieve ``depth`` passages per question (:func:`harness.evaluate.retrieve`, progress and
+    retrieve ``depth`` passages per question (:func:`harness.scoring.retrieval.retrieve`, progress and
     checks included), and :func:`distant_supervision` in the suite's match mode. With several
     parts, each example's label is its part's name (the EntityQuestions relation)."""
-    from harness.evaluate import retrieve
-
     retriever.index(suite.corpus, context)
     rankings = retrieve(retriever, suite.questions, depth, context, name=name, corpus=suite.corpus)
     labels = {q.id: part.name for part in suite.parts for q in part.questions} if len(suite.parts) > 1 else None
