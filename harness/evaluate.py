@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import registry
+from harness.plugins import loaded_plugins
 from harness.util.cache import cache_dir as default_cache_dir
 from harness.util.environment import accelerators, machine, versions
 from harness.util.resources import PeakMemory
@@ -393,7 +394,7 @@ def build_result(
         "first_hit_ranks": {part: dict(by_q) for part, by_q in ranks.items()},
         "metrics": compute_metrics(ranks, ks, metrics),
         "timings": dict(timings),
-        "versions": versions(),
+        "versions": versions(loaded_plugins().plugins),
         "machine": machine(),
         **(dict(extra) if extra else {}),
     }

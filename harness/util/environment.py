@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import harness
 
@@ -19,18 +21,16 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def versions() -> dict[str, object]:
-    """harness's version, each plugin's distribution and version, and the key dependencies'."""
-    from harness.plugins import loaded_plugins
+def versions(plugins: Iterable[Any]) -> dict[str, object]:
+    """harness's version, each plugin's distribution and version, and the key dependencies'.
 
-    plugins = {
-        p.name: {"distribution": p.distribution, "version": p.version} for p in loaded_plugins().plugins
-    }
+    ``plugins``: the loaded plugins (:class:`harness.plugins.PluginInfo` records: ``name``,
+    ``distribution``, ``version``), given by the caller, so that this module loads none."""
     packages = {name: v for name in KEY_PACKAGES if (v := package_version(name)) is not None}
     return {
         "harness": harness.__version__,
         "python": platform.python_version(),
-        "plugins": plugins,
+        "plugins": {p.name: {"distribution": p.distribution, "version": p.version} for p in plugins},
         "packages": packages,
     }
 
