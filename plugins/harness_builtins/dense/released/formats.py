@@ -540,7 +540,7 @@ class _IdStore:
             return
         encoded = [i.encode("utf-8", "surrogatepass") for i in ids]
         self.blobs.append(b"".join(encoded))
-        self.ends.append(np.cumsum([len(e) for e in encoded], dtype=np.int64))
+        self.ends.append(np.cumsum([len(e) for e in encoded], dtype=np.uint32))  # a batch is << 4 GB
         self.firsts.append(self.firsts[-1] + len(ids))
 
     def __len__(self) -> int:
