@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; click is imported by t
         ReleasedEmbeddings,
         RerankerSpec,
         RetrieverSpec,
+        RunFormatSpec,
         SamplerSpec,
         SuiteSpec,
         TrainingDataSpec,
@@ -155,4 +156,13 @@ def register_rerankers(register: Callable[[RerankerSpec], None]) -> None:
 
     Called the first time anything asks for the list of re-rankers (``harness list rerankers``,
     ``harness run --rerank``). ``RerankerSpec.load`` is called only when that re-ranker runs.
+    """
+
+
+@hookspec
+def register_run_formats(register: Callable[[RunFormatSpec], None]) -> None:
+    """Offer run formats: call ``register(RunFormatSpec(...))`` once per format.
+
+    Called the first time anything reads a run file (``harness score``, ``harness list
+    run-formats``). A format's reader is called only when a file in that format is read.
     """

@@ -8,7 +8,8 @@ included), that implements a hook harness does not define, or whose hook raises 
 ``HARNESS_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point name (they are not imported).
 
 The core registers its own hook implementations (:mod:`harness.scoring.metrics`: the ``accuracy``
-metric) under the name ``harness``; they cannot be disabled.
+metric; :mod:`harness.runfiles.formats`: the run formats) under the name ``harness``; they cannot
+be disabled.
 """
 
 from __future__ import annotations
@@ -116,11 +117,17 @@ def disabled_plugins() -> set[str]:
 
 def new_plugin_manager() -> pluggy.PluginManager:
     """A plugin manager with harness's hookspecs and the core's own implementations only."""
+    from types import SimpleNamespace
+
+    from harness.runfiles import formats as core_run_formats
     from harness.scoring import metrics as core_metrics
 
     manager = pluggy.PluginManager("harness")
     manager.add_hookspecs(hookspecs)
-    manager.register(core_metrics, name=CORE_PLUGIN)
+    core = SimpleNamespace(  # the core's hook implementations, one plugin
+        register_metrics=core_metrics.register_metrics, register_run_formats=core_run_formats.register_run_formats
+    )
+    manager.register(core, name=CORE_PLUGIN)
     return manager
 
 

@@ -21,9 +21,23 @@ from fake_retrievers import registries_with_fake_retrievers
 from harness.api import InMemoryCorpus, Part, Passage, Question, Suite
 from harness.cli.main import main
 from harness.errors import InputFileError
-from harness.runfiles.othertools import OTHER_FORMATS, iter_other_entries, read_other, score_other
+from harness.runfiles.registered import format_names, run_format, spellings
 from harness.runfiles.ranks import score_run
-from harness.runfiles.readers import RUN_FORMATS, detect_format, read_run
+from harness.runfiles.readers import detect_format, read_run
+from harness.runfiles.stream import read_streamed, score_streamed
+
+
+
+def read_other(path, questions, fmt, **kwargs):
+    return read_streamed(path, questions, run_format(fmt), **kwargs)
+
+
+def score_other(path, suite, fmt, **kwargs):
+    return score_streamed(path, suite, run_format(fmt), **kwargs)
+
+
+#: The other tools' formats the core reads.
+OTHER_FORMATS = ("tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked")
 
 DEPTH = 20
 
@@ -213,8 +227,8 @@ def test_rankify_reranked_is_scored_in_list_order(capsys, demo, native_result, t
 
 
 @pytest.mark.skipif(
-    not set(OTHER_FORMATS) <= set(__import__("harness.runfiles.score", fromlist=["FORMAT_ALIASES"]).FORMAT_ALIASES),
-    reason="harness.runfiles.score.FORMAT_ALIASES does not name the other tools' formats yet",
+    not set(OTHER_FORMATS) <= set(spellings()),
+    reason="the registered run formats do not name the other tools' formats yet",
 )
 @pytest.mark.parametrize("variant", ["tevatron", "ranx", "flashrag", "rankify-dataset"])
 def test_format_option_names_each_format(capsys, demo, native_result, variant, tmp_path):
@@ -226,7 +240,7 @@ def test_format_option_names_each_format(capsys, demo, native_result, variant, t
 
 
 def test_formats_are_registered_and_listed(capsys):
-    assert set(OTHER_FORMATS) <= set(RUN_FORMATS)
+    assert set(OTHER_FORMATS) <= set(format_names())
     code, out, _err = _cli(capsys, "score", "--help")
     assert code == 0
     for name in ("tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked"):
@@ -538,7 +552,7 @@ def _big(fmt: str, questions: int = 400, hits: int = 50) -> bytes:
 def test_readers_yield_before_reading_the_whole_file(fmt):
     data = _big(fmt)
     body = CountingReader(data)
-    entries = iter_other_entries(body, "big", fmt, chunk=8192)
+    entries = run_format(fmt).entries(body, "big", 8192)
     first = next(entries)
     assert first.ids[:2] == ["0", "1"] and len(first.ids) == 50
     assert body.read_bytes < len(data) / 20, (body.read_bytes, len(data))

@@ -20,7 +20,7 @@ import harness.registry
 from harness.cli.main import main
 from harness.errors import InputFileError
 from harness.runfiles.published import read_run_spec, row_to_check
-from harness.runfiles.readers import RUN_FORMATS
+from harness.runfiles.registered import format_names
 from harness.runfiles.stream import PER_PART, part_of_member
 from loopback import serving
 
@@ -51,7 +51,7 @@ def test_every_new_spec_loads_names_a_known_suite_and_format_and_its_row():
         assert (SPEC_DIR / f"{name}.toml").is_file(), name
         run = read_run_spec(SPEC_DIR / f"{name}.toml")
         assert runs[name] == run
-        assert run.suite in suites and run.format in RUN_FORMATS, name
+        assert run.suite in suites and run.format in format_names(), name
         assert not run.sha256 and run.size is None, name  # nothing is known of them: nothing is made up
         assert run.url.startswith(("https://huggingface.co/datasets/abdoelsayed/", "https://www.dropbox.com/s/")), name
         assert not run.table or row_to_check(run, tables, name) is not None, name

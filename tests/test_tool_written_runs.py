@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputFileError
-from harness.runfiles.othertools import OTHER_FORMATS
 from harness.runfiles.ranks import score_run
 from harness.runfiles.readers import detect_format, read_run
 from test_other_tool_runs import _cli, _scored, flat_ranks, tool_home  # noqa: F401 - helpers, and the tools' temporary home
@@ -72,7 +71,8 @@ def trec_results() -> dict:
 def test_tool_runs_provenance_names_every_file_and_format(provenance):
     listed = [(e["file"], e["format"], e["ranking"]) for e in provenance["files"]]
     assert listed == TOOL_FILES
-    assert set(OTHER_FORMATS) <= {fmt for _file, fmt, _trec in TOOL_FILES}
+    other_formats = ("tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked")
+    assert set(other_formats) <= {fmt for _file, fmt, _trec in TOOL_FILES}
     for entry in provenance["files"]:
         assert (entry["distribution"], entry["version"]) == TOOL_VERSIONS[entry["tool"]], entry
         assert entry["writer"].startswith(entry["tool"] + "."), entry

@@ -10,10 +10,20 @@ from harness.cli.common import no_progress_option, parse_k_option, parse_options
 from harness.util.paths import default_results_dir
 
 
+class _FormatOption(click.Option):
+    """``--format``, whose help lists the registered run formats (read when help is shown)."""
+
+    def get_help_record(self, ctx):
+        from harness.runfiles.registered import spellings
+
+        self.help = f"Run format: {', '.join(sorted(spellings()))} (default: detected from the file; `harness list run-formats`)."
+        return super().get_help_record(ctx)
+
+
 @click.command("score")
 @click.option("--suite", "-s", default=None, help="Suite the run answers (see `harness list suites`); a published run's own by default.")
 @click.option("--run", "run_file", required=True, metavar="FILE|NAME", help="The run file, or a published run's name (`harness list runs`; published:NAME always means the published run).")
-@click.option("--format", "fmt", type=click.Choice(["trec", "dpr", "pyserini", "upr", "rankify", "tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked"]), default=None, help="Run format (default: detected from the file).")
+@click.option("--format", "fmt", cls=_FormatOption, default=None, metavar="FORMAT", help="Run format (default: detected from the file).")
 @click.option("--name", default=None, help="Name for the leaderboard row (default: the file name, or the published run's name).")
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
@@ -28,11 +38,11 @@ def score(
 ) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
 
-    Formats: TREC (qid Q0 docid rank score tag), DPR results JSON, pyserini DPR-run JSON, UPR's
-    and Rankify's released runs, and other tools' runs: Tevatron (qid TAB docid TAB score), ranx
-    JSON, FlashRAG's saved items, Rankify's saved documents (rankify-dataset; its re-ranked
-    contexts: rankify-reranked), read uncompressed; gzip and .tar.gz files of the others are read
-    as a stream. Passage text
+    Formats (`harness list run-formats`; plugins add more): TREC (qid Q0 docid rank score tag),
+    DPR results JSON, pyserini DPR-run JSON, UPR's and Rankify's released runs, and other tools'
+    runs: Tevatron (qid TAB docid TAB score), ranx JSON, FlashRAG's saved items, Rankify's saved
+    documents (rankify-dataset; its re-ranked contexts: rankify-reranked); gzip and .tar.gz files
+    are read as a stream. Passage text
     carried by the file is scored directly; otherwise passages are looked up in the suite's
     corpus. With --rerank NAME each question's top --rerank-depth passages are re-ranked first
     (-R KEY=VALUE sets the re-ranker's options).

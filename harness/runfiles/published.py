@@ -20,7 +20,7 @@ from typing import Any
 from harness.api import PublishedRow, PublishedRun, PublishedTable
 from harness.data.catalog import _common, _Fields, _file, _load_toml
 from harness.errors import HarnessError, InputFileError
-from harness.runfiles.readers import RUN_FORMATS
+from harness.runfiles.registered import format_names
 from harness.runfiles.stream import COMPRESSIONS, PER_PART
 
 #: ``harness score --run published:NAME`` always means the published run NAME, even where a file
@@ -49,7 +49,7 @@ def read_run_spec(path: str | Path) -> PublishedRun:
         fields.fail(f"'member' must be a relative name inside the archive, got {member!r}")
     if member is not None and "{" in member and member != PER_PART:
         fields.fail(f"'member' is a file name inside the archive, or \"{PER_PART}\" for one .json member per suite part; got {member!r}")
-    file = _file(_Fields({k: v for k, v in data.items() if k in ("url", "path", "sha256", "size", "format")}, path), RUN_FORMATS)
+    file = _file(_Fields({k: v for k, v in data.items() if k in ("url", "path", "sha256", "size", "format")}, path), tuple(format_names()))
     suite = fields.get("suite", str)
     if not re.match(r"^[a-z0-9][a-z0-9._-]*$", suite):
         fields.fail(f"'suite' must be a suite name, got {suite!r}")

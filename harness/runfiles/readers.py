@@ -89,14 +89,6 @@ from harness.errors import InputFileError
 from harness.api import Hit, Question, Suite
 from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_columns
 
-RUN_FORMATS = (
-    "trec", "dpr-json", "pyserini-json", "upr-json", "rankify-json",
-    # other tools' formats (harness.runfiles.othertools.OTHER_FORMATS)
-    "tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked",
-)
-#: Formats only read as a stream (:mod:`harness.runfiles.stream`).
-STREAMED_FORMATS = ("upr-json", "rankify-json")
-
 #: The prefix DPR puts before Wikipedia passage ids; readers remove it.
 WIKI_PREFIX = "wiki:"
 
@@ -168,7 +160,7 @@ class Run:
 
 
 @dataclass
-class _Entry:
+class Entry:
     """One question as a file gives it, before alignment."""
 
     qid: str
@@ -181,7 +173,7 @@ class _Entry:
     columns: Columns | None = None
 
 
-def _fast_entries(path: Path, fmt: str) -> list[_Entry] | None:
+def _fast_entries(path: Path, fmt: str) -> list[Entry] | None:
     decoded = read_columns(path, fmt)
     if decoded is None:
         return None
@@ -190,21 +182,21 @@ def _fast_entries(path: Path, fmt: str) -> list[_Entry] | None:
     return _decoded_entries(decoded, fmt)
 
 
-def _decoded_entries(decoded: Sequence[Decoded], fmt: str, first: int = 0) -> list[_Entry]:
+def _decoded_entries(decoded: Sequence[Decoded], fmt: str, first: int = 0) -> list[Entry]:
     """Entries of records the fast path decoded; ``first`` is the position of the first record
     (DPR's qids are positions)."""
     if fmt == "dpr-json":
         return [
-            _Entry(qid=str(first + i), where=f"item {first + i}: ", question=d.question, answers=d.answers, columns=d.columns)
+            Entry(qid=str(first + i), where=f"item {first + i}: ", question=d.question, answers=d.answers, columns=d.columns)
             for i, d in enumerate(decoded)
         ]
     return [
-        _Entry(qid=d.qid, where=f"question {d.qid!r}: ", question=d.question, answers=d.answers, columns=d.columns)
+        Entry(qid=d.qid, where=f"question {d.qid!r}: ", question=d.question, answers=d.answers, columns=d.columns)
         for d in decoded
     ]
 
 
-def _bare_id(value: Any, path: Path, where: str, line: int | None = None) -> str:
+def bare_id(value: Any, path: Path, where: str, line: int | None = None) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputFileError(path, f"{where}passage id must be a string or integer, got {type(value).__name__}", line=line)
     pid = str(value)
@@ -215,24 +207,24 @@ def _bare_id(value: Any, path: Path, where: str, line: int | None = None) -> str
     return pid
 
 
-def _score(value: Any, path: Path, where: str, line: int | None = None) -> float:
+def parse_score(value: Any, path: Path, where: str, line: int | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise InputFileError(path, f"{where}score must be a number, got {type(value).__name__}", line=line)
     try:
         score = float(value)
     except ValueError:
-        raise InputFileError(path, f"{where}score must be a number, got {_short(value)}", line=line) from None
+        raise InputFileError(path, f"{where}score must be a number, got {short(value)}", line=line) from None
     if math.isnan(score):
         raise InputFileError(path, f"{where}score is NaN", line=line)
     return score
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _open_text(path: Path) -> str:
+def open_text(path: Path) -> str:
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             return f.read()
@@ -240,41 +232,6 @@ def _open_text(path: Path) -> str:
         raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise InputFileError(path, "not UTF-8 text") from None
-
-
-def _read_trec(path: Path) -> list[_Entry]:
-    entries: dict[str, _Entry] = {}
-    seen: dict[tuple[str, str], int] = {}
-    text = _open_text(path)
-    for line_no, line in enumerate(text.split("\n"), start=1):  # not splitlines(): \x0c etc. are not line ends
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 6:
-            raise InputFileError(
-                path, f"expected 6 whitespace-separated columns (qid Q0 docid rank score tag), got {len(fields)}", line=line_no
-            )
-        qid, _q0, docid, rank_text, score_text, _tag = fields
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            raise InputFileError(path, f"rank must be an integer, got {_short(rank_text)}", line=line_no) from None
-        score = _score(score_text, path, "", line_no)
-        pid = _bare_id(docid, path, "", line_no)
-        if (qid, pid) in seen:
-            raise InputFileError(
-                path, f"passage {pid!r} listed twice for question {qid!r} (first on line {seen[qid, pid]})", line=line_no
-            )
-        seen[qid, pid] = line_no
-        entry = entries.get(qid)
-        if entry is None:
-            entry = entries[qid] = _Entry(qid=qid, line=line_no)
-        entry.hits.append((rank, len(entry.hits), RunHit(passage_id=pid, score=score)))
-    if not entries:
-        raise InputFileError(path, "no run lines")
-    for entry in entries.values():
-        entry.hits.sort(key=lambda t: (t[0], t[1]))
-    return list(entries.values())
 
 
 def _load_json(path: Path) -> Any:
@@ -296,7 +253,7 @@ def _load_json(path: Path) -> Any:
         except orjson.JSONDecodeError:
             pass
         del data
-    text = _open_text(path)
+    text = open_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -363,7 +320,7 @@ def _opt_str(ctx: Mapping, key: str, path: Path, where: str) -> str | None:
 def _opt_flag(ctx: Mapping, path: Path, where: str) -> bool | None:
     value = ctx.get("has_answer")
     if value is not None and not isinstance(value, bool):
-        raise InputFileError(path, f"{where}'has_answer' must be true or false, got {_short(value)}")
+        raise InputFileError(path, f"{where}'has_answer' must be true or false, got {short(value)}")
     return value
 
 
@@ -385,7 +342,7 @@ def _required(ctx: Mapping, key: str, path: Path, where: str) -> Any:
     return ctx[key]
 
 
-def _read_dpr_json(path: Path) -> list[_Entry]:
+def read_dpr_json(path: Path) -> list[Entry]:
     fast = _fast_entries(path, "dpr-json")
     if fast is not None:
         return fast
@@ -409,8 +366,8 @@ def _read_dpr_json(path: Path) -> list[_Entry]:
                     i,
                     i,
                     RunHit(
-                        passage_id=_bare_id(_required(ctx, "id", path, at), path, at),
-                        score=_score(_required(ctx, "score", path, at), path, at),
+                        passage_id=bare_id(_required(ctx, "id", path, at), path, at),
+                        score=parse_score(_required(ctx, "score", path, at), path, at),
                         title=_opt_str(ctx, "title", path, at),
                         text=_opt_str(ctx, "text", path, at),
                         has_answer=_opt_flag(ctx, path, at),
@@ -418,7 +375,7 @@ def _read_dpr_json(path: Path) -> list[_Entry]:
                 )
             )
         entries.append(
-            _Entry(
+            Entry(
                 qid=str(index),
                 hits=hits,
                 where=where,
@@ -441,7 +398,7 @@ def _split_pyserini_text(raw: str, path: Path, where: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _read_pyserini_json(path: Path) -> list[_Entry]:
+def read_pyserini_json(path: Path) -> list[Entry]:
     fast = _fast_entries(path, "pyserini-json")
     if fast is not None:
         return fast
@@ -467,8 +424,8 @@ def _read_pyserini_json(path: Path) -> list[_Entry]:
                     i,
                     i,
                     RunHit(
-                        passage_id=_bare_id(_required(ctx, "docid", path, at), path, at),
-                        score=_score(_required(ctx, "score", path, at), path, at),
+                        passage_id=bare_id(_required(ctx, "docid", path, at), path, at),
+                        score=parse_score(_required(ctx, "score", path, at), path, at),
                         title=title,
                         text=text,
                         has_answer=_opt_flag(ctx, path, at),
@@ -476,7 +433,7 @@ def _read_pyserini_json(path: Path) -> list[_Entry]:
                 )
             )
         entries.append(
-            _Entry(
+            Entry(
                 qid=qid,
                 hits=hits,
                 where=where,
@@ -503,55 +460,11 @@ def _gc_paused():
             gc.enable()
 
 
-_READERS = {"trec": _read_trec, "dpr-json": _read_dpr_json, "pyserini-json": _read_pyserini_json}
-
-
-def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:
-    """``"dpr-json"`` (a JSON list), ``"pyserini-json"`` (a JSON object) or ``"trec"`` (6 columns),
-    or another tool's format where the file's beginning is unmistakably one
-    (:func:`harness.runfiles.othertools.sniff_format`: ``tevatron``, ``ranx``, ``flashrag``,
-    ``rankify-dataset``); a compressed file is looked at decompressed."""
-    path = Path(path)
-    if compression is not None:
-        from harness.runfiles.stream import open_stream
-
-        with open_stream(path, compression, member) as body:
-            head = body.read(65536).decode("utf-8-sig", errors="replace")
-    else:
-        try:
-            with open(path, encoding="utf-8-sig", errors="replace") as f:
-                head = f.read(65536)
-        except OSError as exc:
-            raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
-    stripped = head.lstrip()
-    if not stripped:
-        raise InputFileError(path, "empty run file")
-    from harness.runfiles.othertools import sniff_format
-
-    other = sniff_format(path, stripped, compression, member)
-    if other is not None:
-        if compression is not None:
-            raise InputFileError(path, f"a compressed {other} run is not supported: decompress it first")
-        return other
-    if stripped[0] == "[":
-        return "dpr-json"
-    if stripped[0] == "{":
-        return "pyserini-json"
-    first = stripped.splitlines()[0]
-    if len(first.split()) == 6:
-        return "trec"
-    raise InputFileError(
-        path,
-        "cannot tell the run format: expected a TREC run (qid Q0 docid rank score tag), a Tevatron run "
-        "(qid<TAB>docid<TAB>score) or JSON (DPR, pyserini, ranx, FlashRAG, Rankify)",
-    )
-
-
 def _normalized_question(text: str) -> str:
     return text.replace("\u2019", "'")
 
 
-def _targets(entries: list[_Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool) -> list[int]:
+def _targets(entries: list[Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool) -> list[int]:
     """The suite question each entry answers, by position (see the module notes)."""
     n = len(questions)
     if fmt == "dpr-json":
@@ -586,7 +499,7 @@ def _targets(entries: list[_Entry], questions: Sequence[Question], path: Path, f
 
 
 def _align(
-    entries: list[_Entry],
+    entries: list[Entry],
     questions: Sequence[Question],
     path: Path,
     fmt: str,
@@ -596,7 +509,7 @@ def _align(
     if targets is None:
         targets = _targets(entries, questions, path, fmt, allow_index)
     rankings: dict[str, tuple[RunHit, ...]] = {q.id: () for q in questions}
-    seen: dict[int, _Entry] = {}
+    seen: dict[int, Entry] = {}
     mismatched: list[str] = []
     columnar = False
     for entry, target in zip(entries, targets):
@@ -609,8 +522,8 @@ def _align(
         if entry.question is not None and _normalized_question(entry.question) != _normalized_question(question.text):
             raise InputFileError(
                 path,
-                f"{entry.where or f'question {entry.qid!r}: '}question {_short(entry.question)} does not match the suite's "
-                f"question {question.id!r} {_short(question.text)} (is this run for another question set?)",
+                f"{entry.where or f'question {entry.qid!r}: '}question {short(entry.question)} does not match the suite's "
+                f"question {question.id!r} {short(question.text)} (is this run for another question set?)",
                 line=entry.line,
             )
         if entry.answers is not None and (
@@ -661,40 +574,30 @@ def read_run(
         from harness.runfiles.stream import detect_compression
 
         compression = detect_compression(path)
-    fmt = format or detect_format(path, compression, member)
-    if fmt not in RUN_FORMATS:
-        raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
-    from harness.runfiles.othertools import OTHER_FORMATS, read_other
-    from harness.runfiles.stream import source_name
+    from harness.runfiles.registered import detect_format, run_format
+    from harness.runfiles.strategy import reading_strategy
 
-    if fmt in OTHER_FORMATS:
-        with _gc_paused():
-            found, missing, mismatched = read_other(
-                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep
-            )
-            rankings = {
-                qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
-                for qid, hits in found.items()
-            }
-        return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=fmt, source=source_name(path, member))
-    if compression is not None or fmt in STREAMED_FORMATS:
+    spec = run_format(format or detect_format(path, compression, member))
+    with _gc_paused():
+        if reading_strategy(spec, path, compression) == "whole":
+            return _align(spec.whole(path), questions, path, spec.name, allow_index)
         from harness.runfiles.stream import read_streamed, source_name
 
-        if fmt == "trec":
-            raise InputFileError(path, "a compressed TREC run is not supported: decompress it first")
-        with _gc_paused():
-            found, missing, mismatched = read_streamed(
-                path, questions, fmt, compression=compression, member=member, allow_index=allow_index, keep=keep, parts=parts
-            )
-            rankings = {
-                qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
-                for qid, hits in found.items()
-            }
-        return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=fmt, source=source_name(path, member))
-    if fmt not in _READERS:
-        raise ValueError(f"unknown run format {fmt!r}; known: {', '.join(RUN_FORMATS)}")
-    with _gc_paused():
-        return _align(_READERS[fmt](path), questions, path, fmt, allow_index)
+        found, missing, mismatched = read_streamed(
+            path, questions, spec, compression=compression, member=member, allow_index=allow_index, keep=keep, parts=parts
+        )
+        rankings = {
+            qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
+            for qid, hits in found.items()
+        }
+    return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=spec.name, source=source_name(path, member))
 
 
-__all__ = ["RUN_FORMATS", "STREAMED_FORMATS", "WIKI_PREFIX", "Run", "RunHit", "RunWarning", "detect_format", "read_run"]
+def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:
+    """The registered format a run file is in (:func:`harness.runfiles.formats.detect_format`)."""
+    from harness.runfiles.registered import detect_format as detect
+
+    return detect(path, compression, member)
+
+
+__all__ = ["WIKI_PREFIX", "Run", "RunHit", "RunWarning", "detect_format", "read_run"]

@@ -22,17 +22,10 @@ from harness.util.resources import PeakMemory
 from harness.scoring.rerank import most_reranked, reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
-from harness.runfiles.othertools import OTHER_FORMATS, score_other
-from harness.runfiles.readers import STREAMED_FORMATS, Run, RunHit, RunWarning, read_run
+from harness.runfiles.registered import detect_format, run_format, spellings
+from harness.runfiles.readers import Run, RunHit, RunWarning, read_run
+from harness.runfiles.strategy import reading_strategy
 from harness.scoring.metrics import DEFAULT_METRIC
-
-#: ``--format`` spellings: the short names of ``harness score --format`` and the readers' own.
-FORMAT_ALIASES = {
-    "trec": "trec", "dpr": "dpr-json", "dpr-json": "dpr-json", "pyserini": "pyserini-json", "pyserini-json": "pyserini-json",
-    "upr": "upr-json", "upr-json": "upr-json", "rankify": "rankify-json", "rankify-json": "rankify-json",
-    # other tools' own run files (harness.runfiles.othertools)
-    **{name: name for name in OTHER_FORMATS},
-}
 
 
 def _sha256(path: Path) -> str:
@@ -80,11 +73,12 @@ def score_file(
     from harness.runfiles.stream import detect_compression
 
     run_file = Path(run_file)
-    fmt = None
+    spec = None
     if format is not None:
-        if format not in FORMAT_ALIASES:
-            raise HarnessError(f"--format must be one of {', '.join(sorted(FORMAT_ALIASES))}; got {format!r}")
-        fmt = FORMAT_ALIASES[format]
+        known = spellings()
+        if format not in known:
+            raise HarnessError(f"--format must be one of {', '.join(sorted(known))}; got {format!r}")
+        spec = run_format(known[format])
     if compression is None:
         compression = detect_compression(run_file)
     check_metrics(metrics)
@@ -101,10 +95,14 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
-    streamed = compression is not None or fmt in STREAMED_FORMATS or fmt in OTHER_FORMATS
+    spec = spec or run_format(detect_format(run_file, compression, member))
+    strategy = reading_strategy(spec, run_file, compression, scoring=rerank is None)
+    streamed = strategy == "stream"
     split = None
-    if rerank is None:
-        split = _score_streamed(run_file, loaded, fmt, compression, member) if streamed else _score_split(run_file, loaded, fmt)
+    if strategy == "stream" and rerank is None:
+        split = _score_streamed(run_file, loaded, spec, compression, member)
+    elif strategy == "split":
+        split = _score_split(run_file, loaded, spec)
     keep = None
     if streamed and rerank is not None:
         keep = max(rerank_depth, *parse_k(k if k is not None else loaded.default_k))
@@ -122,7 +120,7 @@ def score_file(
             digest = pool.submit(_sha256, run_file)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RunWarning)
-                run = read_run(run_file, loaded, format=fmt, compression=compression, member=member, keep=keep)
+                run = read_run(run_file, loaded, format=spec.name, compression=compression, member=member, keep=keep)
                 if rerank is not None:
                     timings["read"] = round(time.perf_counter() - start, 4)
                     start = time.perf_counter()
@@ -173,36 +171,27 @@ def score_file(
     )
 
 
-def _score_streamed(run_file: Path, suite: Suite, fmt: str | None, compression: str | None, member: str | None):
+def _score_streamed(run_file: Path, suite: Suite, spec, compression: str | None, member: str | None):
     """:func:`harness.runfiles.stream.score_streamed`, with the file's sha256 computed meanwhile."""
-    from harness.runfiles.readers import detect_format
     from harness.runfiles.split import SplitScore
     from harness.runfiles.stream import score_streamed, source_name
 
-    fmt = fmt or detect_format(run_file, compression, member)
-    if fmt == "trec":
-        raise HarnessError(f"{run_file}: a compressed TREC run is not supported: decompress it first")
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         digest = pool.submit(_sha256, run_file)
-        if fmt in OTHER_FORMATS:  # one question at a time, as the other streamed formats
-            found = score_other(run_file, suite, fmt, compression=compression, member=member)
-        else:
-            found = score_streamed(run_file, suite, fmt, compression=compression, member=member)
+        found = score_streamed(run_file, suite, spec, compression=compression, member=member)
         sha256 = digest.result()
     run = Run(
         rankings={q.id: () for q in suite.questions}, missing=found.missing, answer_mismatches=found.answer_mismatches,
-        format=fmt, source=source_name(run_file, member),
+        format=spec.name, source=source_name(run_file, member),
     )
     return SplitScore(run, found.ranks, found.depth, sha256)
 
 
-def _score_split(run_file: Path, suite: Suite, fmt: str | None):
+def _score_split(run_file: Path, suite: Suite, spec):
     """:func:`harness.runfiles.split.score_json_split` for a large JSON run, else None."""
-    from harness.runfiles.readers import detect_format
     from harness.runfiles.split import score_json_split
 
-    fmt = fmt or detect_format(run_file)
-    return score_json_split(run_file, suite.questions, fmt, mode=suite.match, allow_index=len(suite.parts) == 1)
+    return score_json_split(run_file, suite.questions, spec.name, mode=suite.match, allow_index=len(suite.parts) == 1)
 
 
 def rerank_run(run: Run, suite: Suite, reranker, depth: int, context, *, name: str) -> Run:

@@ -67,16 +67,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from harness.api import MatchMode, Question, Suite
+from harness.api import MatchMode, Question, RunEntry, RunFormatSpec, Suite
 from harness.errors import HarnessError, InputFileError
 
 #: Bytes read (compressed) at a time; the buffer holds about this much plus one member.
 CHUNK = 4 << 20
-#: Run formats this module reads.
+#: The JSON formats :func:`iter_entries` reads (DPR's family).
 STREAM_FORMATS = ("dpr-json", "pyserini-json", "upr-json", "rankify-json")
 COMPRESSIONS = ("gzip", "tar.gz")
-#: Formats whose list-shaped files are matched to the suite by question text (see the module notes).
-TEXT_MATCHED = ("upr-json", "rankify-json")
 #: ``member`` value of a ``.tar.gz`` holding one ``.json`` file per suite part.
 PER_PART = "{part}"
 
@@ -316,21 +314,8 @@ class JsonMembers:
             self.fail("invalid JSON: extra data after the top-level value")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One question of a streamed run, checked: ids (bare strings), scores (floats, best first),
-    the text matched for each passage (None where the file has none) and its title."""
-
-    qid: str
-    question: str | None
-    answers: Any
-    ids: list[str]
-    scores: list[float]
-    texts: list[str | None]
-    titles: list[str | None]
-    flags: list[bool | None]
-    line: int
-    where: str
+#: One question of a run, checked (the record every format's reader yields).
+Entry = RunEntry
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -496,8 +481,8 @@ class _TextAligner:
     """Puts list-shaped entries on the suite's questions by question text (see the module notes),
     among the questions at ``positions`` (all when None: one part's, for a per-part member)."""
 
-    def __init__(self, questions: Sequence[Question], name: str, *, rankify: bool, positions: Sequence[int] | None = None):
-        self.questions, self.name, self.rankify = questions, name, rankify
+    def __init__(self, questions: Sequence[Question], name: str, *, suffix: str = "", positions: Sequence[int] | None = None):
+        self.questions, self.name, self.suffix = questions, name, suffix
         self.texts: dict[str, list[int]] = {}
         self.positions = range(len(questions)) if positions is None else positions
         for i in self.positions:
@@ -513,8 +498,8 @@ class _TextAligner:
             self._fail(entry, "no 'question': entries of this format are matched to the suite by question text")
         text = _normalized(entry.question)
         key = text if text in self.texts else None
-        if key is None and self.rankify and text.endswith("?") and text[:-1] in self.texts:
-            key = text[:-1]  # Rankify's Question.check_question appends "?" to a question without one
+        if key is None and self.suffix and text.endswith(self.suffix) and text[: -len(self.suffix)] in self.texts:
+            key = text[: -len(self.suffix)]  # the writing tool appends the suffix to a question without one
         if key is None:
             self._fail(entry, f"question {_short(entry.question)} is not a question of the suite (is this run for another question set?)")
         same = self.texts[key]
@@ -548,27 +533,97 @@ class _TextAligner:
         return tuple(q.id for i, q in enumerate(self.questions) if i not in self.seen)
 
 
-class _Placer:
-    """Where each entry of a run goes: positional or keyed entries by :class:`_Aligner`, list-shaped
-    entries of the :data:`TEXT_MATCHED` formats by :class:`_TextAligner` (within one part's
-    questions while a per-part member is read)."""
+class _RecordAligner:
+    """Puts the items of a ``"record"`` format on the suite's questions: by id when the first
+    item's id is a suite question id, else by question text."""
 
-    def __init__(self, questions: Sequence[Question], name: str, fmt: str, allow_index: bool):
-        self.questions, self.fmt = questions, fmt
+    def __init__(self, questions: Sequence[Question], name: str, *, suffix: str = ""):
+        self.questions, self.name, self.suffix = questions, name, suffix
+        self.ids = {q.id: i for i, q in enumerate(questions)}
+        self.texts: dict[str, list[int]] = {}
+        for i, q in enumerate(questions):
+            self.texts.setdefault(_normalized(q.text), []).append(i)
+        self.used: dict[str, int] = {}  # text -> how many of its suite questions are taken
+        self.by: str | None = None
+        self.seen: dict[int, int] = {}  # suite position -> the line of the item that took it
+        self.mismatched: list[str] = []
+
+    def _fail(self, entry: Entry, problem: str):
+        raise InputFileError(self.name, entry.where + problem, line=entry.line)
+
+    def _same(self, text: str, question: Question) -> bool:
+        mine, theirs = _normalized(text), _normalized(question.text)
+        # the writing tool appends the suffix to a question without one (Rankify's "?")
+        return mine == theirs or (bool(self.suffix) and mine == theirs + self.suffix)
+
+    def target(self, entry: Entry) -> int:
+        if self.by is None:
+            self.by = "id" if entry.qid is not None and entry.qid in self.ids else "text"
+        if self.by == "id":
+            if entry.qid is None or entry.qid not in self.ids:
+                self._fail(
+                    entry,
+                    f"unknown question id {entry.qid!r}: the first item's id is a question id of the suite, so every item's must be",
+                )
+            target = self.ids[entry.qid]
+            question = self.questions[target]
+            if entry.question is not None and not self._same(entry.question, question):
+                self._fail(
+                    entry,
+                    f"question {_short(entry.question)} does not match the suite's question {question.id!r} "
+                    f"{_short(question.text)} (is this run for another question set?)",
+                )
+        else:
+            if entry.question is None:
+                self._fail(entry, f"no 'question' to match, and its id {entry.qid!r} is not a question id of the suite")
+            text = _normalized(entry.question)
+            bare = text[: -len(self.suffix)] if self.suffix and text.endswith(self.suffix) else None
+            key = text if text in self.texts else bare if bare is not None and bare in self.texts else None
+            if key is None:
+                self._fail(entry, f"question {_short(entry.question)} is not a question of the suite (is this run for another question set?)")
+            taken = self.used.get(key, 0)
+            if taken >= len(self.texts[key]):
+                self._fail(entry, f"question {_short(entry.question)} appears more often than in the suite ({len(self.texts[key])} times)")
+            self.used[key] = taken + 1
+            target = self.texts[key][taken]
+            question = self.questions[target]
+        if target in self.seen:
+            self._fail(entry, f"question {question.id!r} again (first on line {self.seen[target]})")
+        self.seen[target] = entry.line
+        answers = entry.answers
+        if answers is not None and (not isinstance(answers, list) or tuple(answers) != tuple(question.answers)):
+            self.mismatched.append(question.id)
+        return target
+
+    def missing(self) -> tuple[str, ...]:
+        return tuple(q.id for i, q in enumerate(self.questions) if i not in self.seen)
+
+
+class _Placer:
+    """Where each entry of a run goes, by the format's ``match`` (:data:`harness.api.RunMatch`):
+    keyed or positional entries by :class:`_Aligner`, list items of a ``"text"`` format by
+    :class:`_TextAligner` (within one part's questions while a per-part member is read), items of
+    a ``"record"`` format by :class:`_RecordAligner`."""
+
+    def __init__(self, questions: Sequence[Question], name: str, spec: RunFormatSpec, allow_index: bool):
+        self.questions, self.spec = questions, spec
         self.keyed = _Aligner(questions, name, allow_index)
-        self.by_text = _TextAligner(questions, name, rankify=fmt == "rankify-json")
+        self.by_text = _TextAligner(questions, name, suffix=spec.question_suffix)
+        self.records = _RecordAligner(questions, name, suffix=spec.question_suffix) if spec.match == "record" else None
         self.texts: list[_TextAligner] = []
         self.per_part = False
 
     def part(self, name: str, positions: Sequence[int]) -> None:
         """Entries from now on come from member ``name`` and answer the questions at ``positions``."""
-        self.by_text = _TextAligner(self.questions, name, rankify=self.fmt == "rankify-json", positions=positions)
+        self.by_text = _TextAligner(self.questions, name, suffix=self.spec.question_suffix, positions=positions)
         self.keyed.name = name
         self.per_part = True
 
     def target(self, entry: Entry) -> int:
-        positional = entry.where.startswith("item ")
-        if self.per_part or (positional and self.fmt in TEXT_MATCHED):
+        if self.records is not None:
+            return self.records.target(entry)
+        positional = entry.where.startswith("item ") and self.spec.match in ("items", "text")
+        if self.per_part or (positional and self.spec.match == "text"):
             if self.by_text not in self.texts:
                 self.texts.append(self.by_text)
             return self.by_text.target(entry)
@@ -578,25 +633,30 @@ class _Placer:
         taken = set(self.keyed.seen)
         for aligner in self.texts:
             taken.update(aligner.seen)
+        if self.records is not None:
+            taken.update(self.records.seen)
         return tuple(q.id for i, q in enumerate(self.questions) if i not in taken)
 
     def mismatched(self) -> tuple[str, ...]:
-        return tuple(self.keyed.mismatched) + tuple(q for a in self.texts for q in a.mismatched)
+        records = tuple(self.records.mismatched) if self.records is not None else ()
+        return tuple(self.keyed.mismatched) + tuple(q for a in self.texts for q in a.mismatched) + records
 
 
-def _members(path: str | Path, fmt: str, compression: str | None, member: str | None, chunk: int,
+def _members(path: str | Path, spec: RunFormatSpec, compression: str | None, member: str | None, chunk: int,
              parts: Sequence[tuple[str, int]] | None, placer: _Placer) -> Iterator[Entry]:
     """The entries of the run, from one member or, for :data:`PER_PART`, from each part's member
     in turn (``parts``: each part's name and question count, in suite order)."""
+    if compression is not None and not spec.compressed:
+        raise InputFileError(path, f"a compressed {spec.name} run is not supported: decompress it first")
     if member != PER_PART:
         name = source_name(path, member)
         with open_stream(path, compression, member) as body:
-            yield from iter_entries(body, name, fmt, chunk)
+            yield from spec.entries(body, name, chunk)
         return
     if compression != "tar.gz":
         raise InputFileError(path, f'member = "{PER_PART}" (one member per part) needs a .tar.gz archive')
-    if fmt not in TEXT_MATCHED:
-        raise InputFileError(path, f'member = "{PER_PART}" (one member per part) is for {" and ".join(TEXT_MATCHED)} runs, not {fmt}')
+    if spec.match != "text":
+        raise InputFileError(path, f'member = "{PER_PART}" (one member per part) is for runs matched by question text, not {spec.name}')
     if not parts:
         raise InputFileError(path, f'member = "{PER_PART}" needs a suite with parts')
     starts, at = {}, 0
@@ -606,7 +666,7 @@ def _members(path: str | Path, fmt: str, compression: str | None, member: str | 
     for member_name, part_name, body in iter_part_members(path, [n for n, _ in parts]):
         name = source_name(path, member_name)
         placer.part(name, starts[part_name])
-        yield from iter_entries(body, name, fmt, chunk)
+        yield from spec.entries(body, name, chunk)
 
 
 def _checked(entry: Entry, question: Question, name: str) -> None:
@@ -647,7 +707,7 @@ def _passages(suite: Suite | None, corpus_lookup: Callable[[str], str] | None):
 def score_streamed(
     path: str | Path,
     suite: Suite,
-    fmt: str,
+    spec: RunFormatSpec,
     *,
     compression: str | None = None,
     member: str | None = None,
@@ -659,13 +719,13 @@ def score_streamed(
     from harness.scoring.ranks import first_hit_ranks
 
     questions = suite.questions
-    placer = _Placer(questions, source_name(path, member), fmt, len(suite.parts) == 1 if allow_index is None else allow_index)
+    placer = _Placer(questions, source_name(path, member), spec, len(suite.parts) == 1 if allow_index is None else allow_index)
     parts = [(p.name, len(p.questions)) for p in suite.parts]
     ranks: list[int | None] = [None] * len(questions)
     depth = 0
     corpus_text = _passages(suite, None)
     mode: MatchMode = suite.match
-    for entry in _members(path, fmt, compression, member, chunk, parts, placer):
+    for entry in _members(path, spec, compression, member, chunk, parts, placer):
         target = placer.target(entry)
         question = questions[target]
         _checked(entry, question, placer.keyed.name)
@@ -684,7 +744,7 @@ def score_streamed(
 def read_streamed(
     path: str | Path,
     questions: Sequence[Question],
-    fmt: str,
+    spec: RunFormatSpec,
     *,
     compression: str | None = None,
     member: str | None = None,
@@ -700,9 +760,9 @@ def read_streamed(
     (:func:`harness.runfiles.readers.read_run` makes a ``Run`` of them). ``parts`` (each part's
     name and question count, in order) is needed for ``member = PER_PART``."""
     questions = tuple(questions)
-    placer = _Placer(questions, source_name(path, member), fmt, allow_index)
+    placer = _Placer(questions, source_name(path, member), spec, allow_index)
     rankings: dict[str, tuple] = {q.id: () for q in questions}
-    for entry in _members(path, fmt, compression, member, chunk, parts, placer):
+    for entry in _members(path, spec, compression, member, chunk, parts, placer):
         target = placer.target(entry)
         question = questions[target]
         _checked(entry, question, placer.keyed.name)
@@ -714,7 +774,7 @@ def read_streamed(
 
 
 __all__ = [
-    "CHUNK", "COMPRESSIONS", "PER_PART", "STREAM_FORMATS", "TEXT_MATCHED", "Entry", "JsonMembers", "StreamScore",
+    "CHUNK", "COMPRESSIONS", "PER_PART", "STREAM_FORMATS", "Entry", "JsonMembers", "StreamScore",
     "detect_compression", "iter_entries", "iter_part_members", "open_stream", "part_of_member", "read_streamed",
     "score_streamed", "source_name",
 ]
