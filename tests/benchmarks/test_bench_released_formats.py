@@ -24,6 +24,9 @@ the file's size over those seconds), its peak resident memory (``VmHWM``) and th
   21,015,324 ids in one shard, with 1-wide vectors (the array, left in the file whatever its
   width, is not what this measures): the ids are streamed out of the pickle into a compact store,
   and memory must stay under the bound.
+- ``wiki-dpr``: one parquet file of ``facebook/wiki_dpr``'s columns, 400,000 rows x 768 in a single
+  row group (1.2 GB of embeddings, more than a Hub file's row groups hold): column chunks are
+  streamed, not pre-buffered.
 - ``art-pickle``: ART's one-pickle layout with 1,000,000 rows x 768 float16 (1.5 GB; the release
   holds 21M in 32 GB): memory must not grow with the rows (the dict's items are streamed).
 """
@@ -50,6 +53,7 @@ WRITTEN = 100_000
 DPR_ROWS = 420_306
 CONTRIEVER_ROWS = 656_729
 ART_ROWS = 1_000_000
+WIKI_DPR_ROWS = 400_000
 #: Peak resident memory bound of reading any release (the issue's bound for an import).
 RSS_BOUND_GB = 2.0
 
@@ -239,4 +243,30 @@ def test_bench_art_pickle(benchmark, tmp_path):
     figures = benchmark.pedantic(_read, args=("art-pickle", [path]), rounds=1, iterations=1)
     _report(benchmark, "art-pickle 1M rows (float16)", figures, path.stat().st_size)
     assert figures["rows"] == ART_ROWS and figures["dtype"] == "float16"
+    assert (figures["ids_sha256"], figures["vectors_sha256"]) == expected
+
+
+@pytest.mark.benchmark(group="released-formats")
+def test_bench_wiki_dpr_one_row_group(benchmark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = WIKI_DPR_ROWS
+    ids = [str(i) for i in range(1, rows + 1)]
+    vectors = np.random.default_rng(4).standard_normal((rows, DIM), dtype=np.float32)
+    offsets = pa.array(np.arange(0, (rows + 1) * DIM, DIM, dtype=np.int32))
+    table = pa.table({
+        "id": pa.array(ids), "text": pa.array([f"text of passage {i}" for i in ids]),
+        "title": pa.array([f"Title {i}" for i in ids]),
+        "embeddings": pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1))),
+    })
+    path = tmp_path / "train-00000-of-00001.parquet"
+    pq.write_table(table, path, row_group_size=rows)
+    del table, offsets
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    expected = _digests(ids, vectors)
+    del vectors
+    figures = benchmark.pedantic(_read, args=("wiki-dpr", [path]), rounds=1, iterations=1)
+    _report(benchmark, "wiki-dpr one 400k-row row group", figures, path.stat().st_size)
+    assert figures["rows"] == rows
     assert (figures["ids_sha256"], figures["vectors_sha256"]) == expected
