@@ -266,3 +266,33 @@ def test_no_private_name_crosses_plugin_packages():
                     and node.attr.startswith("_")):
                 offenders.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
     assert offenders == []
+
+
+# --- layers of the core ----------------------------------------------------------------------------
+
+
+def test_results_import_nothing_of_the_analyses_or_the_board():
+    """The result model sits below the analyses and the board: ``harness.results`` imports
+    neither ``harness.analysis`` nor ``harness.board`` (not even for type checkers, nor inside a
+    function); the board reads results and analyses, never the other way round."""
+    offenders = [
+        f"{module} imports {imported}"
+        for module, path in MODULES.items() if module == "harness.results" or module.startswith("harness.results.")
+        for imported in _imports(module, path)
+        if imported.split(".")[:2] in (["harness", "analysis"], ["harness", "board"])
+    ]
+    assert offenders == []
+
+
+def test_only_the_board_and_the_command_line_import_the_board():
+    """``harness.board`` is the top layer of the library: only its own modules and ``harness.cli``
+    import it."""
+    offenders = [
+        f"{module} imports {imported}"
+        for module, path in MODULES.items()
+        if not module.startswith(("harness.board", "harness.cli"))
+        for imported in _imports(module, path)
+        if imported == "harness.board" or imported.startswith("harness.board.")
+    ]
+    assert offenders == []
+

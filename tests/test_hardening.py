@@ -58,7 +58,7 @@ def test_check_rejects_a_forged_cell(capsys, tmp_path):
 
 
 def test_a_name_with_pipes_cannot_forge_columns(tmp_path):
-    from harness.results.leaderboard import render
+    from harness.board.markdown import render
     from harness.results.schema import read_results
 
     results_dir, _ = _board_files(tmp_path, [make_result("x | 100.00 | 100.00 | 100.00 | 100.00")])
@@ -68,7 +68,7 @@ def test_a_name_with_pipes_cannot_forge_columns(tmp_path):
 
 
 def test_other_question_sets_get_their_own_sections(tmp_path):
-    from harness.results.leaderboard import render
+    from harness.board.markdown import render
     from harness.results.schema import read_results
 
     a, b = make_result("a"), make_result("b")
@@ -116,7 +116,7 @@ def test_leaderboard_never_loses_rows_silently(capsys, tmp_path, monkeypatch):
 
 
 def test_the_leaderboard_shows_a_suites_own_cutoffs_and_other_metrics(tmp_path):
-    from harness.results.leaderboard import render
+    from harness.board.markdown import render
     from harness.results.schema import read_results
 
     result = make_result("r", k=[1, 3, 10], depth=10, ranks={"all": {"q1": 0, "q2": 4, "q3": None, "q4": 2}})

@@ -14,7 +14,7 @@ import harness.registry
 from harness.api import RunContext
 from harness.cli.main import main
 from harness.errors import HarnessError
-from harness.results.leaderboard import render
+from harness.board.markdown import render
 from harness.results.report import link_target, markdown_link, markdown_text
 from harness.results.schema import Result, dumps, read_results, result_filename, validate, write_result
 

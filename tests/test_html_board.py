@@ -1,4 +1,4 @@
-"""The HTML board (harness.results.html): escaped, self-contained, deterministic, checked by
+"""The HTML board (harness.board.html): escaped, self-contained, deterministic, checked by
 `harness leaderboard --check`, and usable in a real browser (sorting, filtering, drill-down).
 
 The browser tests (Debian's chromium driven by playwright; they skip without either) save a
@@ -22,9 +22,9 @@ import pytest
 
 from harness.api import PublishedRow, PublishedTable
 from harness.cli.main import main
-from harness.results.html import INDEX, MANIFEST, TIER_NOTE, page_names, render_html, script_json
-from harness.results.html_cells import cost_summary
-from harness.results.leaderboard import rerank_ceiling, sections
+from harness.board.html import INDEX, MANIFEST, TIER_NOTE, page_names, render_html, script_json
+from harness.board.cells import cost_summary
+from harness.board.sections import rerank_ceiling, sections
 from harness.results.schema import read_results, write_result
 
 from result_docs import make_result
@@ -514,7 +514,7 @@ def test_the_board_in_a_headless_browser(browser, committed_board, tmp_path):
 def test_the_index_in_a_headless_browser(browser, committed_board, tmp_path):
     """The committed results and a second suite: the index's suite box shows one suite's rows, the
     other boxes narrow them, and a configuration's link opens its row on the suite's page."""
-    from harness.results.html import sync_html_dir
+    from harness.board.html import sync_html_dir
 
     shutil.copytree(committed_board / "results", tmp_path / "results")
     extra = [make_result(name, ranks=ranks(h), depth=20, k=[1, 20], suite="other")

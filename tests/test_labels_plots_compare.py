@@ -14,7 +14,7 @@ from harness.analysis.compare import compare, format_comparison, format_p, load_
 from harness.cli.main import main
 from harness.errors import HarnessError
 from harness.results.labels import result_label, training_data, unique_labels
-from harness.results.leaderboard import render
+from harness.board.markdown import render
 from harness.results.schema import read_result, read_results, write_result
 
 from result_docs import make_result

@@ -15,7 +15,7 @@ from harness.analysis.published import checks, format_checks, read_published_tab
 from harness.api import PublishedRow, PublishedTable
 from harness.cli.main import main
 from harness.errors import InputFileError
-from harness.results.leaderboard import render
+from harness.board.markdown import render
 from harness.results.schema import read_results, write_result
 
 from result_docs import make_result

@@ -13,7 +13,7 @@ import pytest
 
 from harness.util.atomic import write_text_atomic
 from harness.errors import InputFileError
-from harness.results.leaderboard import render
+from harness.board.markdown import render
 from harness.results.schema import SCHEMA, read_result, read_results, result_filename, validate, write_result
 
 from result_docs import make_result
@@ -190,7 +190,7 @@ def test_results_deeper_than_depth_are_dashes(tmp_path):
 
 
 def test_leaderboard_parameters_are_summarized():
-    from harness.results.leaderboard import summarize_parameters
+    from harness.board.sections import summarize_parameters
 
     params = {
         "alpha": 1.3,
@@ -204,7 +204,7 @@ def test_leaderboard_parameters_are_summarized():
 
 
 def test_the_summary_is_short_and_made_of_whole_items():
-    from harness.results.leaderboard import SUMMARY_WIDTH, summarize_parameters
+    from harness.board.sections import SUMMARY_WIDTH, summarize_parameters
 
     params = {
         "query_model": "sentence-transformers/all-MiniLM-L6-v2 (sha256:b04a52bc540c)",
@@ -234,7 +234,7 @@ def test_cells_cannot_break_the_table(tmp_path):
 
 
 def test_a_trained_rows_summary_leaves_out_what_its_label_says():
-    from harness.results.leaderboard import summarize_parameters
+    from harness.board.sections import summarize_parameters
 
     trained = {"variant": "qsft", "model": "model (sha256:33e14fa284cb)", "backend": "sentence-transformers",
                "training": {"variant": "qsft", "data": ["demo-train (sha256:f4f09667f367)"]}, "index": "flat"}

@@ -49,7 +49,7 @@ from harness.analysis import stats
 from harness.analysis.stats import format_p
 from harness.errors import HarnessError
 from harness.results.labels import require_distinct, result_label, unique_labels
-from harness.results.leaderboard import pick_newest
+from harness.results.selection import pick_newest
 from harness.results.report import markdown_text, one_line
 from harness.results.schema import Result, read_result, read_results
 

@@ -1,42 +1,14 @@
 """``harness leaderboard``: regenerate (or check) the markdown leaderboard, its plots and the
-HTML board from result files."""
+HTML board from result files (:func:`harness.board.build_board`)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
 
 from harness.errors import HarnessError
 from harness.util.paths import LEADERBOARD_FILE, LEADERBOARD_RESULTS
-
-#: The leaderboard's plots live in this folder next to the markdown file.
-PLOT_DIR = "plots"
-#: The HTML board (:mod:`harness.results.html`) lives in this folder next to the markdown file.
-HTML_DIR = "html"
-
-#: A link to a result file; its text is the file's name as markdown writes it (escapes included).
-_LINK = re.compile(r"\[((?:\\.|[^\[\]\\\n])+?\.json)\]\(")
-
-
-def _plot_svgs(plots: dict, plot_dir: Path) -> dict[str, list[tuple[str, str]]]:
-    """Each suite's plots as ``(stem, SVG text)``, read from the plot folder (the files the
-    plot check compared, or that were just written)."""
-    svgs: dict[str, list[tuple[str, str]]] = {}
-    for stem, plot in plots.items():
-        path = plot_dir / f"{stem}.svg"
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HarnessError(f"{path}: cannot read the plot: {getattr(exc, 'strerror', None) or exc}") from None
-        svgs.setdefault(plot.suite, []).append((stem, text))
-    return svgs
-
-
-def _rows(markdown: str) -> set[str]:
-    """The result files a leaderboard links to (one per row), by their names as the markdown writes them."""
-    return set(_LINK.findall(markdown))
 
 
 @click.command("leaderboard")
@@ -60,13 +32,8 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
     The leaderboard never loses rows silently: when results that OUTPUT shows are gone from the
     results folder, nothing is written and the missing ones are named (--force writes anyway).
     """
-    from harness import registry
-    from harness.analysis.plots import drawn_with, standard_plots, sync_plot_dir
-    from harness.results.html import INDEX, page_names, render_html, sync_html_dir
-    from harness.results.leaderboard import newest, render, sections
+    from harness.board import build_board
     from harness.results.report import one_line
-    from harness.results.schema import read_results
-    from harness.util.atomic import write_text_atomic
 
     results_dir = results_dir or LEADERBOARD_RESULTS
     if output is None:
@@ -76,75 +43,26 @@ def leaderboard(results_dir: Path | None, output: Path | None, check: bool, forc
                 f"file to write with --output (the project's {LEADERBOARD_FILE} is left alone)"
             )
         output = LEADERBOARD_FILE
-    if not results_dir.is_dir():
-        raise HarnessError(f"--results-dir {results_dir}: no such folder")
-    results = read_results(results_dir)
-    chosen, superseded = newest(results)
-    for old, new in sorted(superseded, key=lambda pair: str(pair[0].path)):
+    board = build_board(results_dir, output)
+    for old, new in sorted(board.superseded, key=lambda pair: str(pair[0].path)):
         click.echo(
             f"harness: note: {one_line(old.path)} is not shown: {one_line(new.path)} holds the same configuration "
             f"and is newer by its recorded time ('created')", err=True,
         )
-    plots = standard_plots(chosen)
-    plot_dir = output.parent / PLOT_DIR
-    images: dict[str, list[str]] = {}
-    for stem, plot in plots.items():
-        images.setdefault(plot.suite, []).append(f"{PLOT_DIR}/{stem}.svg")
-    html_dir = output.parent / HTML_DIR
-    published = list(registry.registry("published"))
-    board = sections(results, published)
-    markdown = render(
-        results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve(),
-        published=published, plots=images, board=board, html=f"{HTML_DIR}/{INDEX}",
-        pages={suite: f"{HTML_DIR}/{name}" for suite, name in page_names([s.suite for s in board]).items()},
-    )
-    try:
-        current = output.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{output}: cannot read the leaderboard: {getattr(exc, 'strerror', None) or exc}") from None
+    counts = f"{len(board.results)} result files"
     if check:
-        if current is None:
-            raise HarnessError(f"{output}: no leaderboard to check; run `harness leaderboard`")
-        if current != markdown:
-            click.echo(f"{output} is out of date with {results_dir}: run `harness leaderboard`", err=True)
-            raise click.exceptions.Exit(1)
-        problems = sync_plot_dir(plots, plot_dir, check=True)
+        problems = board.check()
         if problems:
-            click.echo(f"{plot_dir} is out of date: {'; '.join(problems)}: run `harness leaderboard`", err=True)
+            click.echo(problems[0], err=True)
             raise click.exceptions.Exit(1)
-        pages = render_html(board, output_dir=html_dir.resolve(), plots=_plot_svgs(plots, plot_dir))
-        problems = sync_html_dir(pages, html_dir, check=True)
-        if problems:
-            click.echo(f"{html_dir} is out of date: {'; '.join(problems)}: run `harness leaderboard`", err=True)
-            raise click.exceptions.Exit(1)
-        import matplotlib
-
-        version = drawn_with(plot_dir)
-        note = (
-            f"; plots drawn with matplotlib {version}, here {matplotlib.__version__}: their data and files checked, not a fresh drawing"
-            if plots and version != matplotlib.__version__ else ""
+        note = board.plots_note()
+        click.echo(
+            f"{output} is up to date ({counts}, {len(board.plots)} plots, {len(board.pages)} HTML pages)"
+            + (f"; {note}" if note else "")
         )
-        click.echo(f"{output} is up to date ({len(results)} result files, {len(plots)} plots, {len(pages)} HTML pages){note}")
         return
-    from harness.results.report import markdown_text
-
-    # a row whose file is still there was superseded by a newer result of its configuration (the
-    # section's note names it): not lost
-    present = {markdown_text(p.name) for p in results_dir.glob("*.json")}
-    lost = sorted(_rows(current) - _rows(markdown) - present) if current is not None else []
-    if lost and not force:
-        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        raise HarnessError(
-            f"{output} would lose {len(lost)} row(s) whose result files are not in {results_dir}: {shown}; "
-            f"nothing written (--force writes anyway)"
-        )
-    sync_plot_dir(plots, plot_dir, check=False)
-    pages = render_html(board, output_dir=html_dir.resolve(), plots=_plot_svgs(plots, plot_dir))
-    sync_html_dir(pages, html_dir, check=False)
-    write_text_atomic(output, markdown)
+    board.write(force=force)
     click.echo(
-        f"wrote {output}, {len(plots)} plots in {plot_dir} and {len(pages)} HTML pages in {html_dir} "
-        f"from {len(results)} result files"
+        f"wrote {output}, {len(board.plots)} plots in {board.plot_dir} and {len(board.pages)} HTML pages in "
+        f"{board.html_dir} from {counts}"
     )

@@ -34,7 +34,7 @@ def plot(kind, results, suite, results_dir, k, rows, columns, output_dir, format
     from harness.analysis import plots
     from harness.analysis.compare import find_result
     from harness.errors import HarnessError
-    from harness.results.leaderboard import latest
+    from harness.results.selection import latest
     from harness.results.schema import read_results
 
     folder = results_dir or default_results_dir()

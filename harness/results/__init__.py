@@ -1,13 +1,14 @@
-"""Results: the versioned result-file schema, the markdown and HTML leaderboards, the terminal table.
+"""Results: the versioned result-file schema, which results to show, labels, the terminal table.
 
 - :mod:`harness.results.schema`       ``harness-result/1``: validation, reading, atomic writing
 - :mod:`harness.results.checkpoint`   ``harness-training/1``: the training checkpoint's record,
   one writer and one reader
-- :mod:`harness.results.leaderboard`  the leaderboard's sections and its markdown, from result files
-- :mod:`harness.results.html`         the HTML board: an index and one self-contained page per suite
+- :mod:`harness.results.selection`    the newest result of each configuration, question sets
 - :mod:`harness.results.cost`         the ``cost`` block: what a run used
 - :mod:`harness.results.labels`       one label per configuration, everywhere
 - :mod:`harness.results.report`       one result as a terminal table
+
+The leaderboard built from result files is :mod:`harness.board`, a layer above this package.
 
 The schema's functions are re-exported here: ``from harness.results import write_result``.
 """
