@@ -16,33 +16,30 @@ re-orders its top ``rerank_depth``, and the result records the chain (``reranker
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from harness import registry
-from harness.plugins import loaded_plugins
-from harness.util.cache import cache_dir as default_cache_dir
-from harness.util.environment import accelerators, machine, versions
+from harness.util.environment import accelerators
 from harness.util.resources import PeakMemory
 from harness.errors import HarnessError, warn
-from harness.scoring.matching import MATCHER_VERSION
 from harness.scoring.metrics import DEFAULT_METRIC
 from harness.results.cost import cost_record
-from harness.results.schema import SCHEMA
-from harness.scoring.ranks import first_hit_ranks, macro_average, ranks_by_part
+from harness.results.build import build_result, check_metrics, compute_metrics, compute_record, parse_k
+from harness.scoring.context import make_context
+from harness.scoring.ranks import first_hit_ranks, ranks_by_part
 from harness.scoring.retrieval import normalize_question, retrieve
 from harness.scoring.ties import describe_ties
 from harness.api import DEFAULT_RERANK_DEPTH, MAX_K, Corpus, Hit, Reranker, Retriever, RunContext, Suite
 
 __all__ = [
     "Evaluation",
+    "compute_metrics",
+    "compute_record",
     "Second",
     "Timer",
     "build_result",
@@ -57,20 +54,6 @@ __all__ = [
     "run_evaluation",
     "score_suite",
 ]
-
-def parse_k(values: Sequence[int]) -> tuple[int, ...]:
-    """Sorted distinct cutoffs; each must be a positive integer up to :data:`MAX_K`."""
-    ks = []
-    for k in values:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise HarnessError(f"--k values must be positive integers, got {k!r}")
-        if k > MAX_K:
-            raise HarnessError(f"--k: {k} is deeper than harness retrieves (at most {MAX_K})")
-        ks.append(k)
-    if not ks:
-        raise HarnessError("--k needs at least one value")
-    return tuple(sorted(set(ks)))
-
 
 class Timer:
     """Wall-clock seconds per named stage."""
@@ -119,21 +102,6 @@ def suite_ties(
     first = {q_id: rank for by_q in ranks.values() for q_id, rank in by_q.items()}
     return tie_report(suite.questions, rankings, [first[q.id] for q in suite.questions],
                       lambda pid: suite.corpus.get(pid).text, mode=suite.match, ks=ks)
-
-
-def compute_metrics(
-    ranks: Mapping[str, Mapping[str, int | None]], ks: Sequence[int], metric_names: Sequence[str]
-) -> dict[str, Any]:
-    """Each metric at each k, per part and macro-averaged over parts; keys of k are strings (JSON)."""
-    out: dict[str, Any] = {}
-    for name in metric_names:
-        spec = registry.metrics().get(name)
-        parts = {
-            part: {str(k): spec.compute(list(by_q.values()), k) for k in ks} for part, by_q in ranks.items()
-        }
-        macro = {str(k): macro_average({p: v[str(k)] for p, v in parts.items()}) for k in ks}
-        out[name] = {"macro": macro, "parts": parts}
-    return out
 
 
 def evaluate(retriever: str, suite: str, **kwargs: Any) -> dict[str, Any]:
@@ -228,31 +196,6 @@ class Second:
         return reranker_record(self.name, self.plugin, self.reranker.parameters(), self.depth, reranked)
 
 
-def check_metrics(metrics: Sequence[str]) -> None:
-    """Unknown metric names fail before any work."""
-    if not metrics:
-        raise HarnessError("at least one metric is needed")
-    for name in metrics:
-        registry.metrics().get(name)
-
-
-def make_context(
-    suite: Suite,
-    *,
-    cache_dir: str | os.PathLike | None = None,
-    threads: int | None = None,
-    show_progress: bool = True,
-) -> RunContext:
-    """The :class:`RunContext` of a run on ``suite``: the cache folder (default
-    ``$HARNESS_CACHE_DIR``), threads (default: every core) and progress bars."""
-    return RunContext(
-        cache_dir=Path(cache_dir) if cache_dir is not None else default_cache_dir(),
-        threads=threads or max(1, os.cpu_count() or 1),
-        progress=show_progress,
-        suite=suite.name,
-    )
-
-
 def evaluate_retriever(
     retriever: Retriever,
     suite: Suite,
@@ -327,74 +270,3 @@ def evaluate_retriever(
     return Evaluation(result=result, suite=suite, rankings=rankings)
 
 
-def compute_record(retriever: Any, reranker: Any = None) -> dict[str, Any]:
-    """The result's ``compute`` block: the process group's size (``torchrun``'s ``WORLD_SIZE``)
-    and what the stages say of how they computed (:class:`harness.api.ReportsCompute`)."""
-    from harness.api import ReportsCompute
-
-    try:
-        world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        world = 1
-    record: dict[str, Any] = {"world_size": world}
-    for key, stage in (("retriever", retriever), ("reranker", reranker)):
-        if stage is None or not isinstance(stage, ReportsCompute):
-            continue
-        try:
-            facts = dict(stage.compute())
-            json.dumps(facts)
-        except Exception as exc:  # a plugin's broken report must not lose the run's result
-            warn(f"the {key}'s compute() failed ({type(exc).__name__}: {str(exc)[:120]}); not recorded")
-            continue
-        record[key] = facts
-    return record
-
-
-def _corpus_record(suite: Suite) -> dict[str, Any]:
-    """The corpus's name, size and fingerprint; size and fingerprint only if it was opened (a
-    lazily opened corpus that scoring never needed is not downloaded for the record's sake)."""
-    corpus = suite.corpus
-    if getattr(corpus, "loaded", True):
-        return {"name": corpus.name, "passages": len(corpus), "fingerprint": corpus.fingerprint}
-    return {"name": corpus.name, "passages": None, "fingerprint": None}
-
-
-def build_result(
-    suite: Suite,
-    *,
-    retriever: Mapping[str, Any],
-    ranks: Mapping[str, Mapping[str, int | None]],
-    ks: Sequence[int],
-    depth: int,
-    metrics: Sequence[str],
-    timings: Mapping[str, float],
-    extra: Mapping[str, Any] | None = None,
-    reranker: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The result document (schema ``harness-result/1``) for first-hit ranks of ``suite``;
-    ``reranker`` is the second stage's block (:func:`harness.scoring.rerank.reranker_record`), if any."""
-    second = {"reranker": dict(reranker)} if reranker is not None else {}
-    return {
-        "schema": SCHEMA,
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "suite": {
-            "name": suite.name,
-            "description": suite.description,
-            "synthetic": suite.synthetic,
-            "match": suite.match,
-            "questions_fingerprint": suite.questions_fingerprint,
-            "parts": [{"name": p.name, "questions": len(p.questions)} for p in suite.parts],
-            "corpus": _corpus_record(suite),
-        },
-        "retriever": dict(retriever),
-        **second,
-        "matcher": MATCHER_VERSION,
-        "k": list(ks),
-        "depth": depth,
-        "first_hit_ranks": {part: dict(by_q) for part, by_q in ranks.items()},
-        "metrics": compute_metrics(ranks, ks, metrics),
-        "timings": dict(timings),
-        "versions": versions(loaded_plugins().plugins),
-        "machine": machine(),
-        **(dict(extra) if extra else {}),
-    }

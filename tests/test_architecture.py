@@ -296,3 +296,15 @@ def test_only_the_board_and_the_command_line_import_the_board():
     ]
     assert offenders == []
 
+
+def test_run_files_import_nothing_of_the_runner():
+    """Reading and scoring run files (``harness.runfiles``) sits below the runner: it never imports
+    ``harness.evaluate`` (not even inside a function); the result document is built by
+    :mod:`harness.results.build`."""
+    offenders = [
+        f"{module} imports {imported}"
+        for module, path in MODULES.items() if module == "harness.runfiles" or module.startswith("harness.runfiles.")
+        for imported in _imports(module, path)
+        if imported == "harness.evaluate" or imported.startswith("harness.evaluate.")
+    ]
+    assert offenders == []

@@ -15,7 +15,9 @@ from typing import Any
 from harness import registry
 from harness.api import Hit, Passage, Suite
 from harness.errors import HarnessError
-from harness.evaluate import build_result, check_metrics, compute_record, make_context, normalize_question, parse_k
+from harness.results.build import build_result, check_metrics, compute_record, parse_k
+from harness.scoring.context import make_context
+from harness.scoring.retrieval import normalize_question
 from harness.results.cost import cost_record
 from harness.util.environment import accelerators
 from harness.util.resources import PeakMemory
