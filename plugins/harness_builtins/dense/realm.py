@@ -450,7 +450,7 @@ def load_realm_encoder(*, query_model: str | None = None, passage_model: str | N
     embedder)``, each a hub id (fetched with ``huggingface_hub``) or a directory."""
     from harness.errors import HarnessError
 
-    from harness_builtins.dense.encoders import hub_snapshot
+    from harness_builtins.dense.hub import hub_snapshot
     from harness_builtins.common.devices import resolve_device
 
     if not query_model:
