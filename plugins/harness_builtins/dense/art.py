@@ -103,6 +103,7 @@ import torch
 
 from harness.errors import InputFileError
 
+from harness_builtins.common.devices import resolve_device
 from harness_builtins.dense.checkpoints import load_bert_tokenizer, open_state_dict, read_json, tokenizer_digest, weights_digest
 from harness_builtins.dense.pipeline import LazyFeatures, Packed, compute_precision, encode_batches, encoder_precision
 
@@ -381,12 +382,6 @@ def art_towers_from_checkpoint(
 # --------------------------------------------------------------------------------------------
 
 
-def _default_device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
-
-
 def _load_tower(directory: Path) -> Any:
     """A ``MegatronBertModel`` (no pooler) from a ``save_pretrained`` folder, loaded strictly:
     a missing or unexpected weight is an error (``from_pretrained`` would random-initialise
@@ -446,7 +441,7 @@ class ArtEncoder:
         device: str | torch.device | None = None,
         precision: str | None = "auto",
     ):
-        self.device = _default_device(device)
+        self.device = torch.device(resolve_device(device))
         self.precision = encoder_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
@@ -574,8 +569,6 @@ def load_art_encoder(*, model: str | None = None, max_length: int | None = 256, 
     """:meth:`ArtEncoder.from_pretrained` on a ``harness convert art`` directory ``model`` (the
     ``art`` encoder's loader, :func:`.art_checkpoints.load_art`, also finds one by name)."""
     from harness.errors import HarnessError
-
-    from harness_builtins.common.devices import resolve_device
 
     if not model:
         raise HarnessError("no ART model folder given (-o model=DIR, or a released checkpoint with -o checkpoint=NAME)")

@@ -83,6 +83,7 @@ from torch import nn
 
 from harness.errors import InputFileError
 
+from harness_builtins.common.devices import resolve_device
 from harness_builtins.dense.checkpoints import (
     load_bert_tokenizer,
     open_state_dict,
@@ -297,12 +298,6 @@ def _module_from_extracted(extracted: ExtractedRealmEmbedder, projection_eps: fl
     return model
 
 
-def _default_device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
-
-
 def _version_key(*modules: nn.Module) -> tuple:
     return tuple((id(t), t._version) for m in modules for t in m.state_dict().values())
 
@@ -330,7 +325,7 @@ class RealmEncoder:
         device: str | torch.device | None = None,
         precision: str | None = "auto",
     ):
-        self.device = _default_device(device)
+        self.device = torch.device(resolve_device(device))
         self.precision = encoder_precision(precision, str(self.device))
         self.query_model = query_model.to(self.device).eval()
         self.passage_model = passage_model.to(self.device).eval()
@@ -451,7 +446,6 @@ def load_realm_encoder(*, query_model: str | None = None, passage_model: str | N
     from harness.errors import HarnessError
 
     from harness_builtins.dense.hub import hub_snapshot
-    from harness_builtins.common.devices import resolve_device
 
     if not query_model:
         raise HarnessError("encoder 'realm' needs -o query_model=REALM_CHECKPOINT")
