@@ -347,21 +347,26 @@ def declared_options(spec: object) -> Options:
     return Options(options) if isinstance(options, Mapping) else Options()
 
 
-def check_options(kind: str, name: str, known: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+def check_options(
+    kind: str, name: str, known: Mapping[str, Any], options: Mapping[str, Any], *, complete: bool = False
+) -> dict[str, Any]:
     """``options`` checked against ``known`` (declared options: plain defaults or
     :class:`~harness.api.Option` objects) and coerced, by :func:`harness.api.check_options`: an
     undeclared name (with a did-you-mean and the declared options) or a value its declaration
-    refuses is a one-line :class:`~harness.api.OptionError` naming the ``kind``'s thing ``name``."""
+    refuses is a one-line :class:`~harness.api.OptionError` naming the ``kind``'s thing ``name``;
+    with ``complete`` (``options`` is all it gets), so is a required option that is missing."""
     noun = KINDS[kind].noun if kind in KINDS else kind
-    return api_check_options(known, options, where=f"{noun} {name!r}")
+    return api_check_options(known, options, where=f"{noun} {name!r}", complete=complete)
 
 
 def resolve(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Loaded:
     """Find ``name`` (``NAME`` or ``NAME:ARGUMENT``) of ``kind`` and check ``options`` (names and
-    values; :attr:`Loaded.options` holds them coerced), without loading anything."""
+    values; :attr:`Loaded.options` holds them coerced), without loading anything: an option
+    declared required (:attr:`harness.api.Option.required`) that ``options`` lacks is refused here,
+    before a caller loads a suite or a model for nothing."""
     entry = registry(kind).entry(name)
     argument = name.partition(":")[2] if getattr(entry.spec, "name", name) != name else None
-    checked = check_options(kind, name, declared_options(entry.spec), options or {})
+    checked = check_options(kind, name, declared_options(entry.spec), options or {}, complete=True)
     return Loaded(kind=kind, name=name, spec=entry.spec, plugin=entry.plugin, argument=argument, options=checked)
 
 

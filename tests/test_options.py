@@ -152,6 +152,37 @@ def test_summaries_for_listings():
     assert options.describe() == {"k1": "a number >= 0 (default 0.9)", "legacy": "any value (default True)"}
 
 
+def test_a_required_option_has_no_default_and_takes_no_null():
+    option = text(required=True, help="hub id or local directory")
+    assert option.required and option.default is None and not option.nullable
+    assert option.check("bert", "model") == "bert"
+    assert refused(option, None, "model") == "retriever 'r': option model must be text, got None"
+    assert option.summary() == "text (required): hub id or local directory"
+    assert path(required=True).summary() == "a path (required)"
+    assert Options({"model": option, "k": positive_int(5)}).required == ("model",)
+    with pytest.raises(TypeError, match="has no default"):
+        text("bert", required=True)
+    with pytest.raises(TypeError, match="cannot be nullable"):
+        Option(None, type=str, nullable=True, required=True)
+
+
+def test_check_options_complete_refuses_missing_required_options_in_one_line():
+    declared = Options({"model": text(required=True, help="hub id or local directory"),
+                        "folder": path(required=True), "k": positive_int(5)})
+    # a partial check (one value, or a subset) does not ask for the rest
+    assert check_options(declared, {"k": "3"}, where="retriever 'r'") == {"k": 3}
+    assert check_options(declared, {"model": "m", "folder": "f"}, complete=True) == {"model": "m", "folder": "f"}
+    with pytest.raises(OptionError) as info:
+        check_options(declared, {"model": "m", "k": 2}, where="retriever 'r'", complete=True)
+    assert str(info.value) == "retriever 'r' needs option folder (a path)" and info.value.option == "folder"
+    with pytest.raises(OptionError) as info:
+        declared.check(None, where="retriever 'r'", complete=True)
+    assert str(info.value) == "retriever 'r' needs options model (hub id or local directory); folder (a path)"
+    # a bad value is named before what is missing
+    with pytest.raises(OptionError, match=r"^retriever 'r': option k must be an integer >= 1, got 0$"):
+        check_options(declared, {"k": 0}, where="retriever 'r'", complete=True)
+
+
 # --- a set of options, and the check -------------------------------------------------------------
 
 
@@ -243,6 +274,10 @@ def plugin_registry(monkeypatch):
         register(RetrieverSpec(name="typed", description="", load=load, options={
             "depth": positive_int(100, max=1000), "nested": False, "mode": choice("a", ("a", "b")),
         }))
+        register(RetrieverSpec(name="needs", description="", load=load, options={
+            "model": text(required=True, help="hub id or local directory"), "folder": path(required=True),
+            "depth": positive_int(10),
+        }))
 
     @hookimpl
     def register_rerankers(register):
@@ -285,6 +320,14 @@ def test_the_registry_checks_declared_values_before_load(plugin_registry):
     with pytest.raises(OptionError, match=r"^re-ranker 'typed-reranker': option scale must be a number > 0, got -1$"):
         registry.load("rerankers", "typed-reranker", {"scale": -1})
     assert len(plugin_registry) == calls  # nothing was loaded
+    # a required option that is not given: refused by resolve, before anything is loaded
+    with pytest.raises(OptionError, match=r"^retriever 'needs' needs option folder \(a path\)$"):
+        registry.resolve("retrievers", "needs", {"model": "m"})
+    with pytest.raises(OptionError, match=r"^retriever 'needs' needs option model \(hub id or local directory\)$"):
+        registry.load("retrievers", "needs", {"folder": "f", "depth": 3})
+    assert len(plugin_registry) == calls
+    assert registry.load("retrievers", "needs", {"model": "m", "folder": "f"}).value == {"model": "m", "folder": "f"}
+    calls = len(plugin_registry)
     # an option error raised inside a loader (a nested thing) is passed on as it is, not re-prefixed
     with pytest.raises(OptionError, match=r"^encoder 'inner': option inner must be an integer >= 1, got 0$"):
         registry.load("retrievers", "typed", {"nested": True})

@@ -34,6 +34,11 @@ parses as JSON, else the text) and as Python callers give them are treated alike
 ``None`` (``null`` on the command line) is accepted when ``nullable`` or when the default is
 ``None``; ``literals`` are words accepted besides the typed values (``"auto"``), matched in any
 case; ``choices`` restricts the (coerced) value to a list.
+
+A ``required`` option has no default: :func:`harness.registry.resolve` (and so ``load`` and
+``harness run``) refuses a name whose required options are not given, in one line, before any
+work (``retriever 'dense' needs option query_model (hub id or local directory)``), and ``null`` is
+not a value for it.
 """
 
 from __future__ import annotations
@@ -88,7 +93,9 @@ class Option:
     is allowed (always so when ``default`` is ``None``); ``literals``: words accepted besides the
     typed values (``("auto",)``); ``fields``: for text, the ``{field}`` names a ``str.format``
     template must use, exactly; ``kind``: a name for the type in messages and listings
-    (``"path"``); ``help``: one line for listings and documentation.
+    (``"path"``); ``help``: one line for listings and documentation; ``required``: the option
+    has no default and must be given a value (``default`` stays ``None``, and ``None`` is not
+    accepted as a value).
     """
 
     default: Any = None
@@ -103,6 +110,7 @@ class Option:
     fields: tuple[str, ...] | None = None
     kind: str | None = None
     help: str = ""
+    required: bool = False
 
     def __post_init__(self) -> None:
         if self.type is not None and self.type not in TYPES:
@@ -122,6 +130,12 @@ class Option:
             raise TypeError("Option literals must be text")
         if self.fields is not None:
             object.__setattr__(self, "fields", tuple(self.fields))
+        if self.required:
+            if self.default is not None:
+                raise TypeError(f"a required Option has no default, got {self.default!r}")
+            if self.nullable:
+                raise TypeError("a required Option cannot be nullable")
+            return
         if self.default is None:
             object.__setattr__(self, "nullable", True)
         try:
@@ -170,8 +184,9 @@ class Option:
         return "a mapping"
 
     def summary(self) -> str:
-        """``an integer >= 1 (default 32): passages per batch``: for listings."""
-        text = f"{self.describe()} (default {self.default!r})"
+        """``an integer >= 1 (default 32): passages per batch``: for listings (``(required)`` for
+        a required option)."""
+        text = f"{self.describe()} ({'required' if self.required else f'default {self.default!r}'})"
         return f"{text}: {self.help}" if self.help else text
 
     # ----------------------------------------------------------------------------- checking
@@ -313,9 +328,10 @@ def choice(default: Any, choices: tuple[Any, ...] | list[Any], *, nullable: bool
     return Option(default, type=kind, choices=tuple(choices), nullable=nullable, help=help)
 
 
-def text(default: Any = None, *, nullable: bool = False, literals: tuple[str, ...] = (), help: str = "") -> Option:
-    """Text (a model id, a device name, a label ...)."""
-    return Option(default, type=str, nullable=nullable, literals=literals, help=help)
+def text(default: Any = None, *, nullable: bool = False, literals: tuple[str, ...] = (), help: str = "",
+         required: bool = False) -> Option:
+    """Text (a model id, a device name, a label ...); ``required``: no default, a value must be given."""
+    return Option(default, type=str, nullable=nullable, literals=literals, help=help, required=required)
 
 
 def template(default: Any, fields: tuple[str, ...] | list[str], *, nullable: bool = False, help: str = "") -> Option:
@@ -323,9 +339,10 @@ def template(default: Any, fields: tuple[str, ...] | list[str], *, nullable: boo
     return Option(default, type=str, fields=tuple(fields), nullable=nullable, help=help)
 
 
-def path(default: Any = None, *, nullable: bool = False, help: str = "") -> Option:
-    """A file or folder (text or an ``os.PathLike``, given as text)."""
-    return Option(default, type=str, kind="path", nullable=nullable, help=help)
+def path(default: Any = None, *, nullable: bool = False, help: str = "", required: bool = False) -> Option:
+    """A file or folder (text or an ``os.PathLike``, given as text); ``required``: no default, a
+    value must be given."""
+    return Option(default, type=str, kind="path", nullable=nullable, help=help, required=required)
 
 
 # --------------------------------------------------------------------------------- a set of options
@@ -377,6 +394,11 @@ class Options(dict):
         """Every name's :class:`Option` (a copy)."""
         return dict(self._declared)
 
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The names of the options that must be given a value (:attr:`Option.required`)."""
+        return tuple(name for name, option in self._declared.items() if option.required)
+
     def __or__(self, other: Mapping[str, Any]) -> Options:
         if not isinstance(other, Mapping):
             return NotImplemented
@@ -387,9 +409,9 @@ class Options(dict):
             return NotImplemented
         return Options({**_declarations(other), **self._declared})
 
-    def check(self, given: Mapping[str, Any] | None, *, where: str = "") -> dict[str, Any]:
+    def check(self, given: Mapping[str, Any] | None, *, where: str = "", complete: bool = False) -> dict[str, Any]:
         """:func:`check_options` with these declarations."""
-        return check_options(self, given, where=where)
+        return check_options(self, given, where=where, complete=complete)
 
     def describe(self) -> dict[str, str]:
         """``name -> "an integer >= 1 (default 32): help"`` for every option, for listings."""
@@ -400,10 +422,14 @@ def _declarations(options: Mapping[str, Any]) -> dict[str, Option]:
     return Options(options)._declared
 
 
-def check_options(declared: Mapping[str, Any], given: Mapping[str, Any] | None, *, where: str = "") -> dict[str, Any]:
+def check_options(
+    declared: Mapping[str, Any], given: Mapping[str, Any] | None, *, where: str = "", complete: bool = False
+) -> dict[str, Any]:
     """``given`` checked against ``declared`` (an :class:`Options`, or a mapping of names to plain
     defaults or :class:`Option` objects) and coerced, as a new dict of the given names only
-    (defaults are not filled in).
+    (defaults are not filled in). ``complete``: ``given`` is everything the thing will get, so
+    each required option (:attr:`Option.required`) must be among it
+    (``retriever 'dense' needs option query_model (hub id or local directory)``).
 
     A name ``declared`` lacks, or a value its :class:`Option` refuses, raises :class:`OptionError`
     with one line that starts with ``where`` (e.g. ``retriever 'bm25'``):
@@ -412,7 +438,7 @@ def check_options(declared: Mapping[str, Any], given: Mapping[str, Any] | None, 
     """
     options = declared if isinstance(declared, Options) else Options(declared)
     if given is None:
-        return {}
+        given = {}
     if not isinstance(given, Mapping):
         prefix = f"{where}: " if where else ""
         raise OptionError(f"{prefix}options must be a mapping of names to values, got {type(given).__name__}")
@@ -426,6 +452,13 @@ def check_options(declared: Mapping[str, Any], given: Mapping[str, Any] | None, 
             message += f" (options: {', '.join(sorted(options)) or 'none'})"
             raise OptionError(message, option=str(key), unknown=True)
         out[key] = options.declaration(key).check(value, key, where)
+    missing = [name for name in options.required if name not in out] if complete else []
+    if missing:
+        wanted = "; ".join(f"{name} ({options.declaration(name).help or options.declaration(name).describe()})"
+                           for name in missing)
+        noun = "option" if len(missing) == 1 else "options"
+        message = f"{where} needs {noun} {wanted}" if where else f"needs {noun} {wanted}"
+        raise OptionError(message, option=missing[0])
     return out
 
 

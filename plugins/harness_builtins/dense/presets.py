@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.api import Encoder, EncoderSpec, Options, choice, path, positive_int
+from harness.api import Encoder, EncoderSpec, Options, choice, path, positive_int, text
 from harness.errors import HarnessError
 
 from harness_builtins.dense.art_checkpoints import ART_CHECKPOINT_NAMES, DEFAULT_CHECKPOINT
@@ -117,7 +117,8 @@ PRESETS: dict[str, Preset] = {
             name="st",
             description="any sentence-transformers model by name or path (-o model=...), its own encode",
             backend="sentence-transformers",
-            defaults={"model": model_option(), "revision": REVISION, "format": choice("title_text", ST_FORMATS), "max_length": MAX_LENGTH},
+            defaults={"model": text(required=True, help="hub id or local directory"), "revision": REVISION,
+                      "format": choice("title_text", ST_FORMATS), "max_length": MAX_LENGTH},
         ),
         Preset(
             name="minilm",
@@ -132,7 +133,7 @@ PRESETS: dict[str, Preset] = {
             description="generic dual encoder: -o query_model=... [-o passage_model=...] pooling, format, max_length",
             backend="transformers",
             defaults={
-                "query_model": model_option(),
+                "query_model": text(required=True, help="hub id or local directory"),
                 "passage_model": model_option(help="hub id or local directory (null: the query model encodes passages too)"),
                 "revision": REVISION,
                 "pooling": choice("cls", POOLINGS),
@@ -280,7 +281,7 @@ def encoder_specs() -> list[EncoderSpec]:
             name="trained",
             description="a checkpoint written by harness train (-o path=OUTPUT): its encoders, passage format and training record",
             load=_load_trained,
-            options=Options({"path": path(None, help="a harness train output folder")}) | RUNTIME_OPTIONS,
+            options=Options({"path": path(required=True, help="a harness train output folder")}) | RUNTIME_OPTIONS,
         )
     )
     specs.append(
