@@ -395,6 +395,25 @@ def test_hostile_pickle_is_refused_and_runs_nothing(tmp_path):
     assert witness.exists()
 
 
+@pytest.mark.parametrize("fmt", ["contriever-pickle", "art-pickle"])
+def test_hostile_pickle_refused_by_every_pickle_reader(tmp_path, fmt):
+    marker = tmp_path / "ran"
+    (hostile,) = rf.write_hostile_pickle(tmp_path / "hostile.pkl", marker)
+    if fmt == "contriever-pickle":
+        path = tmp_path / "wikipedia_embeddings.tar"
+        with tarfile.open(path, "w") as tar:
+            tar.add(hostile, arcname="wikipedia_embeddings/passages_00")
+    else:
+        path = tmp_path / "mss.pkl"
+        path.write_bytes(pickle.dumps({"embed_data": {np.int64(1): rf._Hostile(marker)}}, protocol=4))
+    with pytest.raises(InputFileError, match="refused global posix.system") as caught:
+        reader = open_release(fmt, [path], dim=4)
+        reader.dtype
+        read_all(reader)
+    one_line(caught, path)
+    assert not marker.exists()
+
+
 class _Exec:
     def __reduce__(self):
         return (exec, ("open(%r, 'w').close()",))
