@@ -80,10 +80,6 @@ class LoadedPlugins:
     def info(self, name: str) -> PluginInfo | None:
         return next((p for p in self.plugins if p.name == name), None)
 
-    def failures_of(self, name: str) -> list[PluginFailure]:
-        """What failed of the plugin ``name`` so far, in the order it happened."""
-        return [f for f in self.failures if f.name == name]
-
     def failures_in(self, *stages: str) -> list[PluginFailure]:
         """The failures in any of ``stages`` (``load`` or a hook's name)."""
         return [f for f in self.failures if f.stage in stages]

@@ -108,11 +108,6 @@ def result_label(result: Result) -> str:
     return describe(result.retriever, result.parameters, result.reranker, digest=result.config_key())
 
 
-def is_trained(result: Result) -> bool:
-    """Whether ``result``'s label names a training variant (its digest is part of the label)."""
-    return training_variant(result.parameters) is not None or training_record(result.parameters) is not None
-
-
 def unique_labels(results: Sequence[Result]) -> list[str]:
     """Each result's :func:`result_label`; where one label covers several configurations, each of
     those gets its configuration digest too (``bm25 (4566dfd2)``). Results of one configuration

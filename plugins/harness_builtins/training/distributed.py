@@ -32,13 +32,6 @@ def launched_world() -> int:
         return 1
 
 
-def local_rank() -> int:
-    try:
-        return int(os.environ.get("LOCAL_RANK", "0"))
-    except ValueError:
-        return 0
-
-
 def group() -> tuple[int, int]:
     """``(rank, world)`` of the process group, ``(0, 1)`` without one."""
     import torch.distributed as dist
