@@ -1,22 +1,35 @@
 """harness: a plugin-based benchmark harness for open-domain QA retrievers.
 
-The core is layered; each folder is one layer, each module one idea:
+The core is layered; each folder is one layer, each module one idea. Roughly from the bottom up:
 
-- :mod:`harness.api`        records and protocols per extension family (corpus, suites,
-  retrievers, metrics, encoders); :mod:`harness.types` re-exports them under their old name
+- :mod:`harness.errors`     the one-line errors every layer raises (exit status 2 on the command line)
+- :mod:`harness.util`       atomic files, cache folders, progress bars, model references,
+  measured resources, environment facts
+- :mod:`harness.api`        records and protocols per extension family (corpora, suites, retrievers,
+  re-rankers, encoders, metrics, released embeddings, published tables and runs, run formats,
+  training parts) and the option declarations; :mod:`harness.types` re-exports them under their
+  old name
 - :mod:`harness.hookspecs`  the extension points plugins implement
 - :mod:`harness.plugins`    finding and loading plugins, isolating their failures
-- :mod:`harness.registry`   looking up and loading what plugins offer, by kind and name
-- :mod:`harness.data`       the dataset catalogue, downloads, question readers, corpora, the store
-- :mod:`harness.scoring`    DPR's answer matcher, first-hit ranks, top-k accuracy, re-ranking
-- :mod:`harness.evaluate`   running a retriever on a suite
-- :mod:`harness.runfiles`   reading, writing and scoring other systems' run files
-- :mod:`harness.results`    the result file schema, the leaderboard, the terminal table
-- :mod:`harness.util`       atomic files, cache folders, progress bars, environment facts
+- :mod:`harness.registry`   looking up what plugins offer, by kind and name; checking options and loading
+- :mod:`harness.scoring`    DPR's answer matcher (:mod:`harness.matching` is its old name), checked
+  rankings, first-hit ranks, top-k accuracy, re-ranking, retrieving a question set
+- :mod:`harness.data`       the dataset catalogue, downloads, question readers, corpora, the corpus
+  store, training examples
+- :mod:`harness.results`    the result and checkpoint records, building a result, selecting and
+  labelling results, the terminal table
+- :mod:`harness.runfiles`   other systems' run files: formats, reading, writing, scoring
+- :mod:`harness.evaluate`   running a retriever (and a re-ranker) on a suite
+- :mod:`harness.analysis`   analyses over result files: paired comparisons, intervals, published
+  numbers, ceilings, seen/unseen splits, plots
+- :mod:`harness.board`      the leaderboard's markdown and HTML pages, built from result files
 - :mod:`harness.cli`        the ``harness`` command line, a thin layer over the above
 - :mod:`harness.testing`    helpers for plugin authors' tests
 
-Imports go one way: plugins (built-in ones included) import the core's public modules
+Imports go one way. No module imports one that imports it back, directly or through others;
+``data`` and ``runfiles`` never import the runner (``evaluate``), ``results`` never imports
+``analysis``, ``util`` never imports the plugin machinery (``tests/test_architecture.py`` holds
+these rules). Plugins (built-in ones included) import the core's public modules
 (:data:`PUBLIC_MODULES`), and nothing in the core imports a plugin.
 """
 

@@ -6,4 +6,6 @@
 - :mod:`harness.util.progress`     progress bars that can be switched off
 - :mod:`harness.util.environment`  versions and machine facts recorded in results
 - :mod:`harness.util.jsonio`       JSON from user files: every failure one line naming file and line
+- :mod:`harness.util.models`       where a model comes from (hub id and revision, or a directory)
+- :mod:`harness.util.resources`    peak memory over a span of work, the bytes a folder holds
 """
