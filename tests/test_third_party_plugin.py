@@ -110,6 +110,55 @@ RAISING_SOURCE = """\
         raise RuntimeError("register_commands is broken on purpose")
 """
 
+RUN_FORMAT_SOURCE = """\
+    from harness import hookimpl
+    from harness.api import RunEntry, RunFormatSpec
+    from harness.errors import InputFileError
+
+    HEADER = "qid,docid,score"
+
+
+    def entries(body, name, chunk):
+        # a question's lines are together; within them, best first by score
+        current, first, hits = None, 0, []
+
+        def entry():
+            hits.sort(key=lambda h: -h[1])
+            n = len(hits)
+            return RunEntry(qid=current, question=None, answers=None, ids=[h[0] for h in hits],
+                            scores=[h[1] for h in hits], texts=[None] * n, titles=[None] * n, flags=[None] * n,
+                            line=first, where=f"question {current!r}: ")
+
+        for line_no, raw in enumerate(body.read().decode("utf-8").splitlines(), start=1):
+            if line_no == 1:
+                if raw != HEADER:
+                    raise InputFileError(name, f"expected the header {HEADER!r}", line=1)
+                continue
+            fields = raw.split(",")
+            if len(fields) != 3:
+                raise InputFileError(name, f"expected 3 comma-separated columns, got {len(fields)}", line=line_no)
+            qid, docid, score = fields
+            try:
+                value = float(score)
+            except ValueError:
+                raise InputFileError(name, f"score must be a number, got {score!r}", line=line_no) from None
+            if qid != current:
+                if current is not None:
+                    yield entry()
+                current, first, hits = qid, line_no, []
+            hits.append((docid, value))
+        if current is not None:
+            yield entry()
+
+
+    @hookimpl
+    def register_run_formats(register):
+        register(RunFormatSpec(
+            name="example-csv", aliases=("excsv",), description="qid,docid,score with a header line",
+            entries=entries, match="qid", sniff=lambda head, reopen: head.startswith(HEADER),
+        ))
+"""
+
 TYPO_SOURCE = """\
     from harness import hookimpl
 
@@ -138,7 +187,8 @@ def pip_install(jobs: dict[str, tuple[Path, Path]]) -> None:
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory) -> dict[str, Path]:
-    """Site directories, one per installed distribution: example, broken, duplicate, typo, raising."""
+    """Site directories, one per installed distribution: example, broken, duplicate, typo, raising,
+    runformat."""
     root = tmp_path_factory.mktemp("third-party")
     example_src = root / "src" / "harness-plugin-example"
     # Build from a copy: pip builds in the source tree and would leave build/ and *.egg-info there.
@@ -153,6 +203,8 @@ def sites(tmp_path_factory) -> dict[str, Path]:
                                    entry="typo", module="harness_typo_plugin", source=TYPO_SOURCE),
         "raising": write_distribution(root / "src" / "raising", dist="harness-raising-plugin", version="0.3.0",
                                       entry="raising", module="harness_raising_plugin", source=RAISING_SOURCE),
+        "runformat": write_distribution(root / "src" / "runformat", dist="harness-runformat-plugin", version="0.1.0",
+                                        entry="runformat", module="harness_runformat_plugin", source=RUN_FORMAT_SOURCE),
     }
     targets = {name: root / "site" / name for name in sources}
     pip_install({name: (sources[name], targets[name]) for name in sources})
@@ -470,3 +522,36 @@ def test_a_third_party_loss_and_variant_train_end_to_end(harness, tmp_path):
     assert record["variant"] == "example-margin" and record["recipe"]["loss"] == {"name": "example-margin", "options": {"margin": 1.0}}
     log = [json.loads(line) for line in (tmp_path / "ckpt" / "train_log.jsonl").read_text().splitlines()]
     assert any("loss/violations" in line for line in log)
+
+
+# --- a third-party run format ------------------------------------------------------------------
+
+
+def test_a_third_party_run_format_is_listed_detected_and_scored(sites, unavailable_builtins, tmp_path):
+    """A plugin's ``register_run_formats`` adds a format: ``harness list run-formats`` shows it,
+    ``harness score`` detects a file in it (its ``sniff``) or takes its name or alias, and scores
+    it exactly as the TREC run it was converted from (written by ``harness run --save-run``)."""
+    harness = Harness([sites["example"], sites["runformat"]], tmp_path, unavailable_builtins)
+    assert "qid,docid,score" in line_for("example-csv", ok(harness("list", "run-formats")))
+    assert "register_run_formats" in line_for("runformat", ok(harness("plugins")))
+    ok(harness("run", "-r", "example-overlap", "-s", "example-capitals", "--k", "1,5", "--save-run", "--no-progress",
+               "--results-dir", str(tmp_path / "native")))
+    (trec,) = (tmp_path / "runs").glob("*.trec")
+    lines = ["qid,docid,score"]
+    for line in trec.read_text(encoding="utf-8").splitlines():
+        qid, _q0, docid, _rank, score, _tag = line.split()
+        lines.append(f"{qid},{docid},{score}")
+    run = tmp_path / "overlap.run"
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for extra in ([], ["--format", "example-csv"], ["--format", "excsv"]):
+        results = tmp_path / f"scored{len(extra)}{extra[-1] if extra else ''}"
+        out = ok(harness("score", "--suite", "example-capitals", "--run", str(run), "--k", "1,5", "--results-dir", str(results), *extra))
+        (file,) = results.glob("*.json")
+        result = json.loads(file.read_text(encoding="utf-8"))
+        assert result["retriever"]["parameters"]["format"] == "example-csv", out
+        assert result["first_hit_ranks"] == EXPECTED_RANKS
+        assert result["metrics"]["accuracy"]["macro"] == pytest.approx(EXPECTED_ACCURACY)
+    assert "example-csv" in ok(harness("score", "--help"))
+    run.write_text("qid,docid,score\nq01,p01,1.0\nq01,p02,high\n", encoding="utf-8")
+    error = one_line_error(harness("score", "--suite", "example-capitals", "--run", str(run), "--results-dir", str(tmp_path / "bad")))
+    assert error == f"harness: error: {run}:3: score must be a number, got 'high'"
