@@ -90,14 +90,9 @@ def test_every_public_module_exists():
     assert missing == []
 
 
-def test_no_import_cycles():
-    """Not even through imports deferred into functions: a deferred import that closes a cycle
-    works only by the order modules happen to be loaded in."""
-    graph = {
-        module: {m for m in _imports(module, path, runtime_only=True) if m in MODULES and m != module}
-        for module, path in MODULES.items()
-    }
-    # Tarjan's strongly connected components; a component of two or more modules is a cycle.
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (module -> the modules it imports): its strongly connected
+    components of two or more modules (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -108,7 +103,7 @@ def test_no_import_cycles():
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for nxt in graph[node]:
+        for nxt in sorted(graph.get(node, ())):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -125,10 +120,46 @@ def test_no_import_cycles():
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for node in graph:
+    for node in sorted(graph):
         if node not in index:
             visit(node)
-    assert cycles == []
+    return sorted(cycles)
+
+
+def test_no_import_cycles():
+    """No import circle among the core's and the built-ins' modules.
+
+    An import circle is a chain of modules, each importing the next, whose last imports the
+    first. Every ``import`` statement counts, wherever it is: at module level, deferred into a
+    function (a deferred import that closes a circle works only by the order modules happen to
+    be loaded in), and under ``if TYPE_CHECKING:`` (a type checker follows it, and the two
+    modules still depend on each other: each is one half of the other's idea). ``from P import
+    name`` counts as importing ``P.name`` when that is a module, else ``P``; importing ``P.M``
+    does not count as importing the package ``P`` (every submodule's parent is executed first,
+    which is no circle of ideas)."""
+    graph = {
+        module: {m for m in _imports(module, path) if m in MODULES and m != module}
+        for module, path in MODULES.items()
+    }
+    assert _cycles(graph) == []
+
+
+def test_the_circle_check_sees_every_kind_of_import(tmp_path):
+    """The check above can fail: deferred and type-checking imports are edges, and a circle
+    through them is found."""
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from harness_builtins.dense.presets import Preset\n"
+        "def build():\n"
+        "    from harness.evaluate import retrieve\n",
+        encoding="utf-8",
+    )
+    assert _imports("harness_builtins.dense.mod", source) == {"typing", "harness_builtins.dense.presets", "harness.evaluate"}
+    assert _imports("harness_builtins.dense.mod", source, runtime_only=True) == {"typing", "harness.evaluate"}
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_core_top_level_is_small():
@@ -306,5 +337,39 @@ def test_run_files_import_nothing_of_the_runner():
         for module, path in MODULES.items() if module == "harness.runfiles" or module.startswith("harness.runfiles.")
         for imported in _imports(module, path)
         if imported == "harness.evaluate" or imported.startswith("harness.evaluate.")
+    ]
+    assert offenders == []
+
+
+def _imports_of_layer(layer: str) -> list[tuple[str, str]]:
+    """(module, imported module) for every import, anywhere in the code (functions and
+    ``TYPE_CHECKING`` blocks included), of the modules of the core package ``layer``."""
+    return [
+        (module, imported)
+        for module, path in MODULES.items() if module == layer or module.startswith(layer + ".")
+        for imported in _imports(module, path)
+    ]
+
+
+def _within(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_the_data_layer_imports_nothing_of_the_runner():
+    """Datasets, corpora and training examples (``harness.data``) sit below the runner: they never
+    import ``harness.evaluate``, not even inside a function or for type checkers (distant
+    supervision retrieves through :mod:`harness.scoring.retrieval`)."""
+    offenders = [f"{m} imports {i}" for m, i in _imports_of_layer("harness.data") if _within(i, "harness.evaluate")]
+    assert offenders == []
+
+
+def test_util_imports_nothing_that_loads_plugins():
+    """``harness.util`` is the bottom layer: it imports neither the plugin machinery
+    (``harness.plugins``), nor the registry that loads plugins, nor any plugin, not even inside a
+    function or for type checkers (what a result records of its plugins is given to
+    :func:`harness.util.environment.versions` by its caller)."""
+    offenders = [
+        f"{m} imports {i}" for m, i in _imports_of_layer("harness.util")
+        if _within(i, "harness.plugins", "harness.registry", "harness_builtins")
     ]
     assert offenders == []
