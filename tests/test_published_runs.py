@@ -18,7 +18,8 @@ import harness.registry
 from harness.cli.main import main
 from harness.errors import InputFileError
 from harness.runfiles.published import read_run_spec
-from harness.runfiles.stream import JsonMembers, iter_entries
+from harness.runfiles.registered import run_format
+from harness.runfiles.stream import JsonMembers
 from loopback import serving
 from qa_data import load_set
 
@@ -367,7 +368,7 @@ def test_tiny_read_chunks_give_the_same_entries_and_a_bounded_buffer():
         for i in range(200)
     ]
     data = json.dumps(records, indent=2).encode()
-    whole = list(iter_entries(io.BytesIO(data), "f", "rankify-json", chunk=1 << 20))
+    whole = list(run_format("rankify-json").entries(io.BytesIO(data), "f", 1 << 20))
     members = JsonMembers(io.BytesIO(data), "f", chunk=7)
     largest = 0
     count = 0
@@ -377,11 +378,11 @@ def test_tiny_read_chunks_give_the_same_entries_and_a_bounded_buffer():
     assert count == 200
     one_item = len(json.dumps(records[0], indent=2))
     assert largest < 4 * one_item  # one member and the read-ahead, never the file
-    small = list(iter_entries(io.BytesIO(data), "f", "rankify-json", chunk=7))
+    small = list(run_format("rankify-json").entries(io.BytesIO(data), "f", 7))
     assert [(e.ids, e.scores, e.texts, e.question, e.line) for e in small] == [
         (e.ids, e.scores, e.texts, e.question, e.line) for e in whole
     ]
     assert whole[1].line == data[: data.index(b'"q1 ')].count(b"\n")
     object_run = json.dumps({"7": {"question": "q", "contexts": [{"docid": "wiki:3", "score": 1.5, "text": "T\nbody"}]}}).encode()
-    (entry,) = iter_entries(io.BytesIO(object_run), "f", "pyserini-json", chunk=3)
+    (entry,) = run_format("pyserini-json").entries(io.BytesIO(object_run), "f", 3)
     assert (entry.qid, entry.ids, entry.titles, entry.texts) == ("7", ["3"], ["T"], ["body"])

@@ -16,8 +16,8 @@ class PublishedRun:
     """One released run file: where it is, how it is read, what it answers and what it reproduces.
 
     ``url``/``path``/``sha256``/``size`` are as for any download (:mod:`harness.data.download`; no
-    ``sha256``: the digest of the first download is recorded). ``format`` is a run format of
-    :data:`harness.runfiles.readers.RUN_FORMATS`; ``compression`` is ``None``, ``"gzip"`` or
+    ``sha256``: the digest of the first download is recorded). ``format`` is the name of a
+    registered run format (``harness list run-formats``); ``compression`` is ``None``, ``"gzip"`` or
     ``"tar.gz"`` (then ``member`` names the file inside the archive). ``suite`` is the suite the
     file's questions are, ``depth`` the passages per question, ``k`` the cutoffs to report (empty:
     the suite's). ``table``/``system`` name the published row (``harness list published``) the run

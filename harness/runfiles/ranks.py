@@ -11,7 +11,8 @@ from typing import Any
 from harness.api import Corpus, MatchMode, Question, Suite
 from harness.errors import HarnessError
 from harness.runfiles.columns import ColumnarRankings
-from harness.runfiles.readers import Run, RunHit, RunWarning, _gc_paused
+from harness.runfiles.model import Run, RunHit, RunWarning
+from harness.runfiles.readers import _gc_paused
 from harness.scoring.ranks import ranks_by_part
 
 #: Runs with at least this many (question, passage) pairs are scored in two processes when they

@@ -1,51 +1,24 @@
-"""Run files: read and score a retrieval run made elsewhere ("bring your own run"); writers are in
-:mod:`harness.runfiles.writers`.
-
-Formats (PROTOCOL section 4), the first three read here, ``upr-json`` and ``rankify-json`` (and
-any compressed file: gzip, or a member of a ``.tar.gz``) as a stream by
-:mod:`harness.runfiles.stream`:
-
-- ``trec``: ``qid Q0 docid rank score tag``, whitespace separated, one passage a line. A
-  question's ranking is its lines sorted by the ``rank`` column (a stable sort: lines with equal
-  ranks keep file order); the second and sixth columns are not read. Each line must have exactly
-  6 columns, an integer rank and a numeric score; a passage listed twice for one question is an
-  error.
-- ``dpr-json``: DPR's results file (``dense_retriever.py``'s ``save_results``):
-  ``[{"question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer"}]}]``. Items
-  are positional (item *i* answers the suite's question *i*), ``ctxs`` are best first. Scores may
-  be numbers or numeric strings (DPR writes strings).
-- ``pyserini-json``: pyserini's DPR-run file (``convert_trec_run_to_dpr_retrieval_run.py``):
-  ``{qid: {"question", "answers", "contexts": [{"docid", "score", "has_answer", "text"?}]}}``,
-  contexts best first. With ``--store-raw`` pyserini stores each passage's Lucene ``contents``,
-  which for the DPR Wikipedia index is ``title + "\\n" + text``.
-
-- ``upr-json``: UPR's first-stage outputs, DPR's list shape with contexts ``{"id", "score"?,
-  "has_answer"}`` and no text (the suite's corpus gives the text); see :mod:`harness.runfiles.stream`.
-- ``rankify-json``: Rankify's released runs, DPR's list shape with integer ids, texts optional.
-
-Other tools' run files, ``tevatron`` (``qid<TAB>docid<TAB>score``), ``ranx`` (``{qid: {docid:
-score}}``), ``flashrag`` (its saved items with ``retrieval_result``), ``rankify-dataset`` and
-``rankify-reranked`` (what Rankify's ``Dataset.save_dataset`` writes), are read as a stream by
-:mod:`harness.runfiles.othertools`, which documents each format and where its writer is.
-
-Plain ``dpr-json`` and ``pyserini-json`` files are memory-mapped and decoded whole (fast, and the
-passage texts stay in the mapped file); compressed ones are streamed.
+"""Reading a run file into a :class:`~harness.runfiles.model.Run`: :func:`read_run`, and the
+``whole`` strategy's readers (a plain file read at once: TREC, and DPR's and pyserini's JSON
+memory-mapped and decoded in columns, :mod:`harness.runfiles.columns`). Each format is described
+in its module of :mod:`harness.runfiles.formats`; :func:`harness.runfiles.strategy.reading_strategy`
+says which engine reads a file.
 
 Passage ids: DPR prefixes corpus ids with ``wiki:`` (``"wiki:123"``); readers of every format
 remove that prefix, so ids are the corpus's bare ids (``"123"``). Integer ids become strings.
 
 Matching a file's questions to a suite
 --------------------------------------
-- ``trec`` and ``pyserini-json`` name questions by qid. If every qid of the file is a question id
-  of the suite, qids are ids. Otherwise, where positions are allowed (single-part suites: the
-  default for a plain question list), every qid must be a position ``0..n-1`` into the suite's
-  questions, which is how pyserini numbers DPR topics. A file is read one way or the other, never
-  a mix; any other qid is an error.
+- Formats matched by ``qid`` (``trec``, ``pyserini-json``, ``tevatron``, ``ranx``): if every qid
+  of the file is a question id of the suite, qids are ids. Otherwise, where positions are allowed
+  (single-part suites: the default for a plain question list), every qid must be a position
+  ``0..n-1`` into the suite's questions, which is how pyserini numbers DPR topics. A file is read
+  one way or the other, never a mix; any other qid is an error.
 - ``dpr-json`` is positional; each item's ``question`` must equal the suite's question (after the
   references' only normalisation, ``’`` to ``'``), else an error names the first mismatch. A
   pyserini file's ``question``, when present, is checked the same way.
 - ``upr-json`` and ``rankify-json`` lists are matched by question text, never by position (see
-  :mod:`harness.runfiles.stream`).
+  :mod:`harness.runfiles.stream`); FlashRAG's and Rankify's saved items by id or question text.
 - Suite questions absent from the file count as no hit; :attr:`Run.missing` lists them and
   scoring warns with their count (:class:`RunWarning`). Note that pyserini's evaluator divides
   by the number of questions *in the file*, so on a file that omits questions its numbers are
@@ -54,23 +27,16 @@ Matching a file's questions to a suite
   whose file answers differ are listed in :attr:`Run.answer_mismatches` and scoring warns
   (pyserini's evaluator would use the file's answers).
 
-Scoring (:func:`first_hit_ranks_for_run`)
------------------------------------------
+Scoring (:func:`harness.runfiles.ranks.first_hit_ranks_for_run`)
+----------------------------------------------------------------
 ``has_answer`` flags carried by a file are informational only: the harness always recomputes
 (pyserini's evaluator trusts a context's ``has_answer`` when present; see
-:func:`flag_disagreements` to find where a file's flags differ). The text matched is:
-
-- ``dpr-json``: the ctx's ``text`` (never its ``title``), as DPR does;
-- ``pyserini-json`` with ``text``: what ``evaluate_dpr_retrieval.py`` matches when it computes
-  ``has_answer`` itself, ``ctx["text"].split("\\n")[1]``: the second line of the stored
-  ``title\\ntext``. For pyserini's DPR-Wikipedia contents (one newline) that is exactly the
-  passage text, so the result equals DPR's text-only rule. A stored text with further newlines
-  is matched on its second line only, as pyserini does (DPR would match the whole text); a
-  stored text without a newline is an error (pyserini's evaluator fails on it with IndexError);
-- otherwise (``trec``; JSON without text): the passage's text in the suite's corpus.
-
-Matching itself is :func:`harness.scoring.ranks.first_hit_ranks` (DPR's rule; in regex mode the
-``regex`` module, where pyserini's copy uses stdlib ``re``).
+:func:`harness.runfiles.ranks.flag_disagreements` to find where a file's flags differ). The text
+matched is the one the file carries, as its format's own evaluator takes it (DPR: the ctx's
+``text``, never its title; pyserini: the second line of the stored ``title\\ntext``), otherwise
+the passage's text in the suite's corpus. Matching itself is
+:func:`harness.scoring.ranks.first_hit_ranks` (DPR's rule; in regex mode the ``regex`` module,
+where pyserini's copy uses stdlib ``re``).
 """
 
 from __future__ import annotations
@@ -80,81 +46,17 @@ import gc
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputFileError
-from harness.api import Hit, Question, Suite
+from harness.api import Question, Suite
 from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_columns
-
-#: The prefix DPR puts before Wikipedia passage ids; readers remove it.
-WIKI_PREFIX = "wiki:"
+from harness.runfiles.model import WIKI_PREFIX, Run, RunHit, RunWarning
 
 _INDEX = re.compile(r"[0-9]+")
-
-
-class RunWarning(UserWarning):
-    """A run that can be scored but not quite as the file's author may expect."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RunHit:
-    """One ranked passage of a run; ``title``/``text``/``has_answer`` only when the file carries them.
-
-    ``text`` is the text the reference evaluator of the file's format matches against (for
-    pyserini's ``title\\ntext`` that is the second line, see the module notes).
-    """
-
-    passage_id: str
-    score: float
-    title: str | None = None
-    text: str | None = None
-    has_answer: bool | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Run:
-    """A run aligned with a suite's questions.
-
-    ``rankings`` has one entry per suite question, keyed by question id in suite order, each the
-    question's passages best first (empty for a question the file does not have).
-    """
-
-    rankings: Mapping[str, tuple[RunHit, ...]]
-    #: Suite question ids the file has no entry for (scored as no hit).
-    missing: tuple[str, ...] = ()
-    #: Suite question ids whose answers in the file differ from the suite's.
-    answer_mismatches: tuple[str, ...] = ()
-    format: str | None = None
-    source: str | None = None
-
-    @classmethod
-    def from_rankings(
-        cls, questions: Sequence[Question], rankings: Sequence[Iterable[Hit | RunHit | tuple[str, float]]]
-    ) -> Run:
-        """A run from in-memory rankings aligned with ``questions`` (hits best first)."""
-        if len(questions) != len(rankings):
-            raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
-        out: dict[str, tuple[RunHit, ...]] = {}
-        for question, ranking in zip(questions, rankings):
-            hits = []
-            for hit in ranking:
-                if isinstance(hit, RunHit):
-                    hits.append(hit)
-                elif isinstance(hit, Hit):
-                    hits.append(RunHit(passage_id=hit.passage_id, score=float(hit.score)))
-                else:
-                    passage_id, score = hit
-                    hits.append(RunHit(passage_id=str(passage_id), score=float(score)))
-            out[question.id] = tuple(hits)
-        return cls(rankings=out)
-
-    def passage_ids(self) -> list[list[str]]:
-        """Each question's ranked passage ids, in question order."""
-        return [[h.passage_id for h in hits] for hits in self.rankings.values()]
-
 
 # ---- reading --------------------------------------------------------------------------------
 
@@ -553,12 +455,13 @@ def read_run(
 ) -> Run:
     """Read a run file and align it with a suite's questions (see the module notes for the rules).
 
-    ``format`` is one of :data:`RUN_FORMATS`, or ``None`` to detect it. ``allow_index`` says
-    whether qids may be positions into the questions; by default yes, except for a
-    :class:`Suite` with several parts. ``compression`` (``"gzip"``, ``"tar.gz"`` with ``member``;
-    detected when None) and the streamed formats are read by :func:`harness.runfiles.stream.read_streamed`,
-    which keeps each question's top ``keep`` hits (all when None). Every problem raises
-    :class:`InputFileError` (one line).
+    ``format`` is a registered format's name or alias (``harness list run-formats``), or ``None``
+    to detect it. ``allow_index`` says whether qids may be positions into the questions; by
+    default yes, except for a :class:`Suite` with several parts. ``compression`` (``"gzip"``,
+    ``"tar.gz"`` with ``member``; detected when None) and the formats without a ``whole`` reader
+    are read by :func:`harness.runfiles.stream.read_streamed`, which keeps each question's top
+    ``keep`` hits (all when None). Every problem raises :class:`InputFileError` (one line); an
+    unknown format name, :class:`~harness.errors.HarnessError`.
     """
     path = Path(path)
     parts = None

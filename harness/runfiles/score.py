@@ -25,7 +25,8 @@ from harness.scoring.rerank import most_reranked, reranker_record
 from harness.runfiles.ranks import _warn as _warn_run, run_depth, score_run
 from harness.scoring.ranks import ranks_by_part
 from harness.runfiles.registered import detect_format, run_format, spellings
-from harness.runfiles.readers import Run, RunHit, RunWarning, read_run
+from harness.runfiles.model import Run, RunHit, RunWarning
+from harness.runfiles.readers import read_run
 from harness.runfiles.strategy import reading_strategy
 from harness.scoring.metrics import DEFAULT_METRIC
 

@@ -33,7 +33,8 @@ from typing import Any, NamedTuple
 from harness.api import MatchMode, Question
 from harness.errors import HarnessError
 from harness.runfiles.columns import ColumnarRankings, Decoded, decode_columns, map_file
-from harness.runfiles.readers import Run, RunHit, _align, _decoded_entries, _gc_paused, _targets
+from harness.runfiles.model import Run, RunHit
+from harness.runfiles.readers import _align, _decoded_entries, _gc_paused, _targets
 from harness.scoring.rankings import check_columns
 
 #: Files smaller than this are read in one piece.

@@ -1,32 +1,23 @@
-"""Reading and scoring JSON runs as a stream: one question in memory at a time, compressed or not.
+"""The stream engine: reading and scoring a run of any registered format one question at a time,
+compressed or not.
 
 Released runs are large: a top-1000 run with passage texts is gigabytes, and it comes gzip
-compressed or inside a ``.tar.gz``. The readers of :mod:`harness.runfiles.readers` map a plain file
-into memory; this module instead decompresses while it reads (``gzip``, or the one member of a
-tar archive that is asked for, read in place: nothing is extracted) and decodes the top-level JSON
-list or object one member at a time with the standard library's decoder over a sliding buffer.
-What is kept is bounded by one question's entry plus the read buffer (:data:`CHUNK`), not by the
-file:
+compressed or inside a ``.tar.gz``. This engine decompresses while it reads (``gzip``, or the one
+member of a tar archive that is asked for, read in place: nothing is extracted) and takes the
+file's entries from its format's reader (``RunFormatSpec.entries``; for DPR's JSON family
+:func:`iter_entries`, which decodes the top-level JSON list or object one member at a time with
+the standard library's decoder over a sliding buffer, laid out as the format's
+:class:`JsonLayout` says). What is kept is bounded by one question's entry plus the read buffer
+(:data:`CHUNK`), not by the file:
 
 - :func:`score_streamed` computes each question's first-hit rank as its entry is read (matching
   the texts the entry carries, or the suite corpus's where it carries none) and keeps only the
   rank and the ranking's length;
-- :func:`read_streamed` builds a :class:`~harness.runfiles.readers.Run` of each question's top
-  ``keep`` hits (with their texts), for re-ranking.
+- :func:`read_streamed` builds the rankings of a :class:`~harness.runfiles.model.Run` of each
+  question's top ``keep`` hits (with their texts), for re-ranking.
 
-Formats (all JSON; see :mod:`harness.runfiles.readers` for ``dpr-json`` and ``pyserini-json``):
-
-- ``dpr-json``, ``pyserini-json``: as in :mod:`harness.runfiles.readers`, same checks.
-- ``upr-json``: UPR's first-stage files (``utils/download_data.py`` of
-  DevSinghSachan/unsupervised-passage-reranking): a list of ``{"question", "answers", "ctxs"}``
-  (``"contexts"`` is accepted too), contexts ``{"id", "score"?, "has_answer"}`` without text; ids
-  integers or strings; ``score`` may be absent in every context of a question, which then keeps
-  its file order (scores ``-1, -2, ...``). An object ``{qid: {"question", "answers",
-  "contexts"}}`` (UPR's BM25 files come from pyserini) is read as ``pyserini-json``, with ``docid``
-  or ``id``.
-- ``rankify-json``: Rankify's files (Hugging Face ``abdoelsayed/reranking-datasets`` and
-  ``-light``): DPR's list shape, ids integers or strings, contexts ``{"id", "score",
-  "has_answer", "title"?, "text"?}`` (the light files carry no text), an optional ``query_id``.
+Entries are put on the suite's questions as the format's ``match`` says
+(:data:`harness.api.runformats.RunMatch`, :class:`_Placer`).
 
 Matching a file's questions to the suite: ``dpr-json`` list members answer the suite's questions
 by position (member *i* is question *i*, and its ``question`` must equal the suite's), as DPR's
@@ -72,8 +63,6 @@ from harness.errors import HarnessError, InputFileError
 
 #: Bytes read (compressed) at a time; the buffer holds about this much plus one member.
 CHUNK = 4 << 20
-#: The JSON formats :func:`iter_entries` reads (DPR's family).
-STREAM_FORMATS = ("dpr-json", "pyserini-json", "upr-json", "rankify-json")
 COMPRESSIONS = ("gzip", "tar.gz")
 #: ``member`` value of a ``.tar.gz`` holding one ``.json`` file per suite part.
 PER_PART = "{part}"
@@ -323,42 +312,56 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def iter_entries(
-    body: IO[bytes], name: str, fmt: str, chunk: int = CHUNK
-) -> Iterator[Entry]:
-    """The checked entries of a run in ``fmt`` (one of :data:`STREAM_FORMATS`), in file order."""
-    if fmt not in STREAM_FORMATS:
-        raise ValueError(f"format {fmt!r} is not read as a stream; known: {', '.join(STREAM_FORMATS)}")
+@dataclass(frozen=True)
+class JsonLayout:
+    """How a run of DPR's JSON family is laid out (each format module declares its own).
+
+    ``shape``: ``"list"`` (items answer questions by position or text), ``"object"`` (members
+    keyed by qid) or None (either); ``expected``: what a file of another shape is told it should
+    be; ``contexts``: the keys of a record's passage list, the first named when none is there;
+    ``ids``: the keys of a passage's id in a list item (an object member, pyserini's shape, has
+    ``docid``, or ``id`` where ``ids`` has it too); ``unscored``: a question whose passages all
+    lack a score (or have null) keeps the list order. An object member's text is pyserini's
+    ``title\\ntext``.
+    """
+
+    shape: str | None
+    expected: str
+    contexts: tuple[str, ...]
+    ids: tuple[str, ...] = ("id",)
+    unscored: bool = False
+
+
+def iter_entries(body: IO[bytes], name: str, layout: JsonLayout, chunk: int = CHUNK) -> Iterator[Entry]:
+    """The checked entries of a JSON run laid out as ``layout``, in file order."""
     members = JsonMembers(body, name, chunk)
     index = 0
     for key, record, line in members:
         shape = members.kind
-        if fmt in ("dpr-json", "rankify-json") and shape != "list":
-            raise InputFileError(name, f"expected a JSON list of {{\"question\", \"answers\", \"ctxs\"}} objects ({fmt})", line=1)
-        if fmt == "pyserini-json" and shape != "object":
-            raise InputFileError(name, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)', line=1)
+        if layout.shape is not None and shape != layout.shape:
+            raise InputFileError(name, layout.expected, line=1)
         if shape == "list":
             qid, where = str(index), f"item {index}: "
         else:
             qid, where = key, f"question {key!r}: "
         index += 1
-        yield _entry(record, qid, where, line, name, fmt, pyserini=shape == "object")
+        yield _entry(record, qid, where, line, name, layout, pyserini=shape == "object")
 
 
-def _entry(record: Any, qid: str, where: str, line: int, name: str, fmt: str, *, pyserini: bool) -> Entry:
+def _entry(record: Any, qid: str, where: str, line: int, name: str, layout: JsonLayout, *, pyserini: bool) -> Entry:
     def fail(problem: str) -> None:
         raise InputFileError(name, where + problem, line=line)
 
     if not isinstance(record, dict):
         fail(f"expected an object, got {type(record).__name__}")
-    keys = ("contexts",) if fmt == "pyserini-json" else ("ctxs",) if fmt in ("dpr-json", "rankify-json") else ("ctxs", "contexts")
+    keys = layout.contexts
     key = next((k for k in keys if k in record), None)
     if key is None:
         fail(f"missing {keys[0]!r} (the list of retrieved passages)")
     contexts = record[key]
     if not isinstance(contexts, list):
         fail(f"{key!r} must be a list, got {type(contexts).__name__}")
-    id_keys = ("docid",) if fmt == "pyserini-json" else ("docid", "id") if pyserini else ("id",)
+    id_keys = ("docid", *(k for k in layout.ids if k != "docid")) if pyserini else layout.ids
     ids, scores, texts, titles, flags = [], [], [], [], []
     scored = None
     for i, ctx in enumerate(contexts):
@@ -376,7 +379,7 @@ def _entry(record: Any, qid: str, where: str, line: int, name: str, fmt: str, *,
             pid = pid[len(_WIKI) :]
         if not pid:
             fail(f"{at}empty passage id")
-        has_score = "score" in ctx and not (fmt == "upr-json" and ctx["score"] is None)
+        has_score = "score" in ctx and not (layout.unscored and ctx["score"] is None)
         if scored is None:
             scored = has_score
         if has_score != scored:
@@ -391,7 +394,7 @@ def _entry(record: Any, qid: str, where: str, line: int, name: str, fmt: str, *,
                 fail(f"{at}score must be a number, got {_short(value)}")
             if math.isnan(score):
                 fail(f"{at}score is NaN")
-        elif fmt == "upr-json":
+        elif layout.unscored:
             score = float(-1 - i)
         else:
             fail(f"{at}missing 'score'")
@@ -774,7 +777,7 @@ def read_streamed(
 
 
 __all__ = [
-    "CHUNK", "COMPRESSIONS", "PER_PART", "STREAM_FORMATS", "Entry", "JsonMembers", "StreamScore",
+    "CHUNK", "COMPRESSIONS", "PER_PART", "Entry", "JsonLayout", "JsonMembers", "StreamScore",
     "detect_compression", "iter_entries", "iter_part_members", "open_stream", "part_of_member", "read_streamed",
     "score_streamed", "source_name",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 from harness.util.atomic import write_text_atomic
 from harness.errors import HarnessError
 from harness.runfiles.ranks import check_aligned, corpus_passage
-from harness.runfiles.readers import Run, RunHit
+from harness.runfiles.model import Run, RunHit
 from harness.api import Corpus, MatchMode, Question
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from harness.api import RunFormatSpec
 from harness.runfiles.readers import read_dpr_json
-from harness.runfiles.stream import iter_entries
+from harness.runfiles.stream import JsonLayout, iter_entries
+
+LAYOUT = JsonLayout("list", 'expected a JSON list of {"question", "answers", "ctxs"} objects (dpr-json)', ("ctxs",))
 
 
 def entries(body, name, chunk):
-    return iter_entries(body, name, SPEC.name, chunk)
+    return iter_entries(body, name, LAYOUT, chunk)
 
 
 SPEC = RunFormatSpec(

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from harness.api import RunFormatSpec
 from harness.runfiles.readers import read_pyserini_json
-from harness.runfiles.stream import iter_entries
+from harness.runfiles.stream import JsonLayout, iter_entries
+
+LAYOUT = JsonLayout(
+    "object", 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)', ("contexts",), ids=("docid",)
+)
 
 
 def entries(body, name, chunk):
-    return iter_entries(body, name, SPEC.name, chunk)
+    return iter_entries(body, name, LAYOUT, chunk)
 
 
 SPEC = RunFormatSpec(

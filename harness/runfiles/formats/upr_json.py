@@ -11,11 +11,13 @@ pyserini) by qid. Always read as a stream (:mod:`harness.runfiles.stream`).
 from __future__ import annotations
 
 from harness.api import RunFormatSpec
-from harness.runfiles.stream import iter_entries
+from harness.runfiles.stream import JsonLayout, iter_entries
+
+LAYOUT = JsonLayout(None, "", ("ctxs", "contexts"), unscored=True)
 
 
 def entries(body, name, chunk):
-    return iter_entries(body, name, SPEC.name, chunk)
+    return iter_entries(body, name, LAYOUT, chunk)
 
 
 SPEC = RunFormatSpec(
