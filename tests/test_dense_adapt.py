@@ -45,7 +45,7 @@ def test_query_encoder_of_one_model_with_passage_encoder_of_another(capsys, tmp_
 def test_adapt_needs_both_sides(capsys):
     assert main(["run", "-r", "adapt", "-o", "query_encoder=minilm", "-s", "demo"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "adapt needs both" in err
+    assert err.count("\n") == 1 and "retriever 'adapt' needs option passage_encoder (an encoder name or a checkpoint folder)" in err
     assert main(["run", "-r", "adapt", "-o", "query_encoder=minilm", "-o", "passage_encoder=no-such", "-s", "demo"]) == 2
     assert "neither a registered encoder" in capsys.readouterr().err
 

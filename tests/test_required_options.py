@@ -34,8 +34,12 @@ def suite_loads(monkeypatch):
          "retriever 'dense' needs option query_model (hub id or local directory)"),
         (["-r", "st", "-s", "demo"], "retriever 'st' needs option model (hub id or local directory)"),
         (["-r", "trained", "-s", "demo"], "retriever 'trained' needs option path (a harness train output folder)"),
+        (["-r", "adapt", "-s", "demo", "-o", "query_encoder=dpr-nq"],
+         "retriever 'adapt' needs option passage_encoder (an encoder name or a checkpoint folder)"),
+        (["-r", "specialised", "-s", "demo"],
+         "retriever 'specialised' needs option path (the output folder of harness train --variant specialised)"),
     ],
-    ids=["dense-demo", "dense-nq", "st", "trained"],
+    ids=["dense-demo", "dense-nq", "st", "trained", "adapt", "specialised"],
 )
 def test_a_missing_required_option_is_refused_before_the_suite_is_loaded(capsys, tmp_path, suite_loads, argv, expected):
     for kind in ("retrievers", "suites", "metrics", "rerankers"):  # plugins registered before the clock starts

@@ -72,8 +72,8 @@ def register_retrievers(register):
             name="adapt",
             description="encoder adaptation: -o query_encoder=ENCODER_OR_DIR -o passage_encoder=ENCODER_OR_DIR",
             load=_load_adapted,
-            options=Options({"query_encoder": text(None, help="an encoder name or a checkpoint folder"),
-                             "passage_encoder": text(None, help="an encoder name or a checkpoint folder")})
+            options=Options({"query_encoder": text(required=True, help="an encoder name or a checkpoint folder"),
+                             "passage_encoder": text(required=True, help="an encoder name or a checkpoint folder")})
             | RUNTIME_OPTIONS | INDEX_OPTIONS,
         )
     )
@@ -82,7 +82,7 @@ def register_retrievers(register):
             name="specialised",
             description="one question encoder per part of the suite over one passage index: -o path=OUT of harness train --variant specialised (seed 003)",
             load=_load_specialised,
-            options=Options({"path": path(None, help="the output folder of harness train --variant specialised")})
+            options=Options({"path": path(required=True, help="the output folder of harness train --variant specialised")})
             | RUNTIME_OPTIONS | INDEX_OPTIONS,
         )
     )
