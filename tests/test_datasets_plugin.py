@@ -228,7 +228,7 @@ def test_train_data_by_name_is_fetched_once_and_named_when_offline(capsys, tmp_p
     from harness.data.training import read_training_examples, write_training_examples
     from harness.plugins import loaded_plugins
     from harness.registry import KINDS, Registry
-    from harness_builtins.training.engine import TrainSettings
+    from harness_builtins.training.settings import TrainSettings
     from harness_builtins.training.data import training_file as _training_file
 
     mirror = tmp_path / "mirror" / "toy-train.json.gz"

@@ -192,7 +192,7 @@ def test_a_pooling_the_models_own_contradicts_is_refused_in_one_line(tiny, tiny_
 
 
 def test_a_run_recorded_with_the_old_default_cls_resumes_without_pooling(tiny, data, tmp_path):
-    from harness_builtins.training.engine import TrainSettings
+    from harness_builtins.training.settings import TrainSettings
     from harness_builtins.training.plan import RUN_FILE, Stage, check_resumed_settings, run_settings
 
     settings = TrainSettings(variant="dpr", data=[(data, 1.0)], model=str(tiny), output=tmp_path / "old")

@@ -366,7 +366,7 @@ def test_make_training_errors(tmp_path, capsys):
 
 
 def test_retriever_miner_with_a_fake_retriever(tmp_path, test_registries):
-    from harness_builtins.training.mining import SPEC, RetrieverMiner
+    from harness_builtins.training.mining import SPEC, RetrieverMiner  # the spec, as the class checks options by it
 
     corpus = InMemoryCorpus("tiny", P.values())
     context = RunContext(cache_dir=tmp_path, progress=False)

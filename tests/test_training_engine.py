@@ -258,7 +258,7 @@ def test_two_processes_with_batch_b_equal_one_process_with_batch_2b(tmp_path):
 
 
 def test_mixtures_resize_each_dataset_by_its_weight():
-    from harness_builtins.training.engine import mixture
+    from harness_builtins.training.data import mixture
 
     a, b = examples()[:10], examples()[10:14]
     prop = mixture([a, b], [1.0, 2.0], seed=0)

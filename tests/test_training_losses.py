@@ -11,17 +11,24 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
-from harness_builtins.training import IN_LOOP_LOSSES  # noqa: E402
+from harness.api import InLoopLoss, Loss  # noqa: E402
 from harness_builtins.training.losses import (  # noqa: E402
-    LOSSES,
     DPRLoss,
     FlippedLoss,
     LateInteractionLoss,
     MultiSimilarityLoss,
     StopGradientLoss,
-    build_loss,
     late_interaction_scores,
 )
+from harness_builtins.training.parts import build, specs  # noqa: E402
+
+#: The registered losses' specs, and the names of those that search the in-loop index.
+LOSSES = specs("losses")
+IN_LOOP_LOSSES = sorted(name for name, spec in LOSSES.items() if spec.in_loop)
+
+
+def build_loss(name, **options):
+    return build("losses", name, **options)
 
 E = math.e
 
@@ -337,13 +344,14 @@ def test_bad_shapes_raise_value_error():
 
 
 def test_registry_entries_build_with_defaults():
-    for name, (description, build, defaults) in LOSSES.items():
-        assert description and callable(build)
+    for name, spec in LOSSES.items():
+        assert spec.description and spec.citation and callable(spec.load)
         if name == "art":  # a teacher model is required
             with pytest.raises(ValueError, match="teacher"):
-                build(**defaults)
+                spec.load()
             continue
-        module = build(**defaults)
+        module = spec.load()
         assert isinstance(module, torch.nn.Module)
+        assert isinstance(module, InLoopLoss if spec.in_loop else Loss)
     assert sorted(LOSSES) == ["art", "dpr", "flip", "late-interaction", "multi-sim", "qsft", "stopgrad"]
     assert sorted(IN_LOOP_LOSSES) == ["art", "qsft"]

@@ -222,7 +222,7 @@ def test_every_setting_is_one_flag_checked_by_its_declaration():
     """Each declared setting is a flag of ``harness train`` that accepts its bounds and choices and
     refuses what lies outside them: the bounds are the declaration's, not written again."""
     from harness_builtins.training.commands import train_command
-    from harness_builtins.training.engine import SETTINGS
+    from harness_builtins.training.settings import SETTINGS
 
     flags = {p.name: p.opts[0] for p in train_command.params}
     assert set(SETTINGS) <= set(flags)

@@ -10,14 +10,25 @@ import pytest
 
 from harness.api.corpus import Passage
 from harness.api.training import TrainingExample
-from harness_builtins.training.augmentations import AUGMENTATIONS, ShuffleWords, build_augmentation
+from harness.api import Augmentation, Sampler
+from harness_builtins.training.augmentations import ShuffleWords
+from harness_builtins.training.parts import build, specs
 from harness_builtins.training.samplers import (
-    SAMPLERS,
     HarderBatchesSampler,
     RandomSampler,
-    build_sampler,
     kmeans,
 )
+
+SAMPLERS = specs("samplers")
+AUGMENTATIONS = specs("augmentations")
+
+
+def build_sampler(name, **options):
+    return build("samplers", name, **options)
+
+
+def build_augmentation(name, **options):
+    return build("augmentations", name, **options)
 
 
 def example(i: int, positive: str | None = None, label: str | None = None) -> TrainingExample:
@@ -219,8 +230,9 @@ def test_harder_batches_needs_labels_or_vectors():
 
 def test_sampler_registry():
     assert sorted(SAMPLERS) == ["harder-batches", "random"]
-    for name, (description, build, defaults) in SAMPLERS.items():
-        assert description and callable(build(**defaults))
+    for name, spec in SAMPLERS.items():
+        assert spec.description and spec.citation and callable(spec.load())
+        assert isinstance(spec.load(), Sampler)
     assert build_sampler("random", drop_last=True).drop_last
     with pytest.raises(ValueError):
         build_sampler("random", shuffle=False)
@@ -266,7 +278,64 @@ def test_shuffle_words_probability():
 
 def test_augmentation_registry():
     assert sorted(AUGMENTATIONS) == ["shuffle-words"]
+    assert AUGMENTATIONS["shuffle-words"].citation
     augment = build_augmentation("shuffle-words")
+    assert isinstance(augment, Augmentation)
     assert sorted(augment("b a c", random.Random(0)).split()) == ["a", "b", "c"]
     with pytest.raises(ValueError):
         build_augmentation("shuffle-words", p=0.5)
+
+
+# ---------------------------------------------------------------- the parts' specs
+
+
+def test_listing_the_parts_imports_none_of_their_classes():
+    """`harness list losses` (and the other kinds) reads the specs alone: no torch, no part class."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from harness.cli.main import main\n"
+        "for kind in ('losses', 'samplers', 'miners', 'augmentations'):\n"
+        "    assert main(['list', kind]) == 0\n"
+        "heavy = ('torch', 'transformers', 'harness_builtins.training.losses', 'harness_builtins.training.samplers',\n"
+        "         'harness_builtins.training.mining', 'harness_builtins.training.augmentations')\n"
+        "print('loaded:', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "loaded: []"
+    for name in ("dpr", "multi-sim", "art", "harder-batches", "retriever", "shuffle-words"):
+        assert any(line.startswith(name + " ") for line in out.splitlines()), name
+
+
+def test_every_spec_names_a_class_its_own_module_holds():
+    """Each part module gives one spec with a citation (a work, not a seed file) and a lazy target that
+    resolves to the class building it; the options its load fills in are the spec's declarations."""
+    import importlib
+    import pkgutil
+    import re
+
+    from harness import registry
+    from harness_builtins.training import parts
+
+    targets = {
+        "losses": "harness_builtins.training.losses", "samplers": "harness_builtins.training.samplers",
+        "miners": "harness_builtins.training.mining", "augmentations": "harness_builtins.training.augmentations",
+    }
+    for kind, module in targets.items():
+        package = importlib.import_module(f"harness_builtins.training.parts.{kind}")
+        modules = [m.name for m in pkgutil.iter_modules(package.__path__)]
+        found = parts.specs(kind)
+        assert sorted(spec.name.replace("-", "_") for spec in found.values()) == sorted(modules)
+        assert sorted(found) == registry.registry(kind).names()
+        for name, spec in found.items():
+            assert registry.registry(kind).get(name) is spec
+            assert re.search(r"\b(19|20)\d\d\b", spec.citation) and "seed" not in spec.citation, name
+            assert isinstance(spec.load, parts.Lazy) and spec.load.target.startswith(module + ":"), name
+            assert isinstance(spec.load.resolve(), type), name
+            assert spec.load.defaults == dict(spec.options), name
+    with pytest.raises(ValueError, match="unknown loss 'nope'; known: art, dpr"):
+        parts.build("losses", "nope")
+    with pytest.raises(ValueError, match="package.module:attribute"):
+        parts.Lazy("no_colon")

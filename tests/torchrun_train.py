@@ -17,7 +17,7 @@ from pathlib import Path
 def main() -> int:
     trace = Path(sys.argv[1])
     trace.mkdir(parents=True, exist_ok=True)
-    from harness_builtins.training.engine import AugmentingColumns
+    from harness_builtins.training.data import AugmentingColumns
 
     original = AugmentingColumns.__call__
     path = trace / f"rank{os.environ.get('RANK', '0')}.jsonl"

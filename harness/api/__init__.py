@@ -11,7 +11,8 @@
 - :mod:`harness.api.runs`        :class:`PublishedRun`: run files a paper's authors released
 - :mod:`harness.api.runformats`  :class:`RunFormatSpec` and :class:`RunEntry`: reading a run format
 - :mod:`harness.api.training`    :class:`TrainingExample`, the training parts' specs (losses, samplers,
-  miners, augmentations), :class:`VariantSpec` with its :class:`Recipe`, and
+  miners, augmentations) and protocols (:class:`Loss`, :class:`InLoopLoss`, :class:`Sampler`,
+  :class:`Miner`, :class:`Augmentation`), :class:`VariantSpec` with its :class:`Recipe`, and
   :class:`TrainingDataSpec` (named training sets)
 - :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
 - :mod:`harness.api.options`     :class:`Option` (a spec option's default, type and bounds), the
@@ -61,12 +62,17 @@ from harness.api.retrievers import (
 from harness.api.rerankers import DEFAULT_RERANK_DEPTH, Candidate, Reranker, RerankerSpec
 from harness.api.suites import DEFAULT_K, MATCH_MODES, MatchMode, Part, Question, Suite, SuiteSpec
 from harness.api.training import (
+    Augmentation,
     AugmentationSpec,
+    InLoopLoss,
     InLoopRetrieval,
+    Loss,
     LossSpec,
+    Miner,
     MinerSpec,
     Recipe,
     RetrievedBatch,
+    Sampler,
     SamplerSpec,
     TrainingDataSpec,
     TrainingExample,
@@ -75,12 +81,17 @@ from harness.api.training import (
 
 __all__ = [
     "DEFAULT_K",
+    "Augmentation",
     "AugmentationSpec",
+    "InLoopLoss",
     "InLoopRetrieval",
+    "Loss",
     "LossSpec",
+    "Miner",
     "MinerSpec",
     "Recipe",
     "RetrievedBatch",
+    "Sampler",
     "SamplerSpec",
     "TrainingDataSpec",
     "TrainingExample",

@@ -1,23 +1,25 @@
 """Training: the examples a trainer consumes and the parts plugins register.
 
-Five kinds of parts, each registered like retrievers are (``harness list losses`` ...):
+Five kinds of parts, each registered like retrievers are (``harness list losses`` ...); what a
+spec's ``load`` returns is the protocol next to it:
 
-- :class:`LossSpec` (``register_losses``): ``load(**options)`` returns a ``torch.nn.Module`` whose
+- :class:`LossSpec` (``register_losses``): ``load(**options)`` returns a :class:`Loss`, a
+  ``torch.nn.Module`` whose
   ``forward(questions, passages, positive)`` takes the batch's question embeddings ``[B, d]``, the
   passage embeddings ``[N, d]`` (every positive and hard negative of the batch, gathered over
   devices) and ``positive`` (``[B]``, the row of each question's positive in ``passages``), and
   returns a mapping of named scalar tensors with the total under ``"loss"`` (the other entries are
   logged as the loss's parts). A loss may have parameters (a scoring head); they are trained with
   the encoders and saved with the checkpoint.
-- :class:`SamplerSpec` (``register_samplers``): ``load(**options)`` returns a callable
+- :class:`SamplerSpec` (``register_samplers``): ``load(**options)`` returns a :class:`Sampler`,
   ``(examples, batch_size, rng) -> list[list[int]]``: the epoch's batches as indices into
   ``examples``.
-- :class:`MinerSpec` (``register_miners``): ``load(**options)`` returns a callable
+- :class:`MinerSpec` (``register_miners``): ``load(**options)`` returns a :class:`Miner`,
   ``(examples, corpus, context) -> list[TrainingExample]`` (``corpus`` a :class:`~harness.api.Corpus`,
   ``context`` a :class:`~harness.api.RunContext`): the examples with hard negatives mined from
   ``corpus``.
-- :class:`AugmentationSpec` (``register_augmentations``): ``load(**options)`` returns a callable
-  ``(text, rng) -> str`` applied to questions or passages at training time.
+- :class:`AugmentationSpec` (``register_augmentations``): ``load(**options)`` returns an
+  :class:`Augmentation`, ``(text, rng) -> str`` applied to questions or passages at training time.
 - :class:`VariantSpec` (``register_variants``): a named :class:`Recipe` composing the above with the
   encoder settings (shared or separate encoders, a question marker, a frozen side) and default
   hyperparameters. ``harness train --variant NAME`` runs it.
@@ -26,20 +28,23 @@ Five kinds of parts, each registered like retrievers are (``harness list losses`
 questions alone: the trainer keeps an index of the corpus's passage embeddings (made by the
 passage encoder, kept frozen or re-embedded every ``refresh_every`` steps), each step retrieves the
 top ``k`` passages of every question with the current question encoder, and calls a loss whose
-spec says ``in_loop=True`` as ``forward(questions, retrieved)``: ``questions [B, d]`` with
-gradient and a :class:`RetrievedBatch`.
+spec says ``in_loop=True`` (an :class:`InLoopLoss`) as ``forward(questions, retrieved)``:
+``questions [B, d]`` with gradient and a :class:`RetrievedBatch`.
 
-Specs are cheap metadata: nothing here imports torch.
+Specs are cheap metadata: nothing here imports torch. A spec's ``load`` should import what is
+heavy when it is called, not when the spec is made, so ``harness list`` stays quick.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from harness.api.corpus import Passage
+from harness.api.corpus import Corpus, Passage
 from harness.api.options import Options
+from harness.api.retrievers import RunContext
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,16 +61,59 @@ class TrainingExample:
     label: str | None = None
 
 
+@runtime_checkable
+class Loss(Protocol):
+    """A loaded in-batch loss (a ``torch.nn.Module``; see the module notes): ``questions [B, d]``,
+    ``passages [N, d]`` and ``positive [B]`` in, named scalar tensors out, the total under
+    ``"loss"``."""
+
+    def __call__(self, questions: Any, passages: Any, positive: Any) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class InLoopLoss(Protocol):
+    """A loaded in-loop loss (a ``torch.nn.Module``): ``questions [B, d]`` and what the in-loop
+    index retrieved for them in, named scalar tensors out, the total under ``"loss"``."""
+
+    def __call__(self, questions: Any, retrieved: RetrievedBatch) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """A loaded batch sampler: an epoch's batches as indices into ``examples``, every random
+    choice drawn from ``rng`` (one seed, one set of batches)."""
+
+    def __call__(self, examples: Sequence[TrainingExample], batch_size: int, rng: random.Random) -> list[list[int]]: ...
+
+
+@runtime_checkable
+class Miner(Protocol):
+    """A loaded negative miner: ``examples`` with their hard negatives replaced by passages of
+    ``corpus``. A miner may also offer ``parameters()`` (its settings, for the training record)."""
+
+    def __call__(self, examples: Sequence[TrainingExample], corpus: Corpus, context: RunContext) -> list[TrainingExample]: ...
+
+
+@runtime_checkable
+class Augmentation(Protocol):
+    """A loaded augmentation: ``text`` changed at training time; the same text and ``rng`` state
+    give the same output."""
+
+    def __call__(self, text: str, rng: random.Random) -> str: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class _PartSpec:
     """A training part a plugin offers: ``load(**options)`` builds it; ``options`` documents the
     keyword options ``load`` accepts, with their defaults or :class:`~harness.api.Option`
-    declarations (checked before ``load``)."""
+    declarations (checked before ``load``). ``citation`` names the work the part comes from
+    (authors, year, title, arXiv id or publisher, and the section)."""
 
     name: str
     description: str
     load: Callable[..., Any]
     options: Mapping[str, Any] = field(default_factory=dict)
+    citation: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", Options(self.options))
@@ -73,10 +121,11 @@ class _PartSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class LossSpec(_PartSpec):
-    """A training loss over embeddings; ``load(**options)`` returns the ``torch.nn.Module``.
-    ``in_loop``: the loss takes ``(questions, retrieved)`` (a :class:`RetrievedBatch`) and needs a
-    recipe with ``retrieval``, instead of ``(questions, passages, positive)``."""
+    """A training loss over embeddings; ``load(**options)`` returns a :class:`Loss` (a
+    ``torch.nn.Module``). ``in_loop``: the loss is an :class:`InLoopLoss`, taking ``(questions,
+    retrieved)`` (a :class:`RetrievedBatch`), and needs a recipe with ``retrieval``."""
 
+    load: Callable[..., Loss | InLoopLoss]
     in_loop: bool = False
 
 
@@ -108,17 +157,23 @@ class RetrievedBatch:
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerSpec(_PartSpec):
-    """How an epoch's examples are cut into batches; ``load(**options)`` returns the sampler."""
+    """How an epoch's examples are cut into batches; ``load(**options)`` returns a :class:`Sampler`."""
+
+    load: Callable[..., Sampler]
 
 
 @dataclass(frozen=True, kw_only=True)
 class MinerSpec(_PartSpec):
-    """Where hard negatives come from; ``load(**options)`` returns the miner."""
+    """Where hard negatives come from; ``load(**options)`` returns a :class:`Miner`."""
+
+    load: Callable[..., Miner]
 
 
 @dataclass(frozen=True, kw_only=True)
 class AugmentationSpec(_PartSpec):
-    """A change to input text at training time; ``load(**options)`` returns ``(text, rng) -> str``."""
+    """A change to input text at training time; ``load(**options)`` returns an :class:`Augmentation`."""
+
+    load: Callable[..., Augmentation]
 
 
 #: A part of a recipe: a registered name and its options.

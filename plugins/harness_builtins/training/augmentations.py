@@ -1,20 +1,18 @@
-"""Training-time text augmentations (``harness list augmentations``).
+"""Training-time text augmentations: the classes the ``harness list augmentations`` specs build
+(each spec is a module of :mod:`harness_builtins.training.parts.augmentations`).
 
 An augmentation is built with its options and called as ``augment(text, rng)`` with ``rng`` a
-``random.Random``; the same text and rng state give the same output. :data:`AUGMENTATIONS` pairs
-each registered augmentation with its class.
+``random.Random``; the same text and rng state give the same output.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
-from typing import Any
-from harness_builtins.training import AUGMENTATION_TABLE, build_part, parts
 
 
 class ShuffleWords:
-    """Sequence shuffling, 000 §4.1 ("Removing Positional Biases"): "we split each sequence by
+    """Sequence shuffling, Sciavolino 2022 ("Towards Universal Dense Retrieval for
+    Open-Domain Question Answering", M.S.E. thesis, Princeton) §4.1 ("Removing Positional Biases"): "we split each sequence by
     spaces and randomly order the words" (shuffleQ on questions, shuffleP on passages).
 
     Words are the whitespace-separated pieces of ``text`` (``str.split()``); punctuation stays
@@ -28,7 +26,7 @@ class ShuffleWords:
     """
 
     def __init__(self, *, probability: float = 1.0) -> None:
-        self.probability = float(probability)  # checked by its declaration (AUGMENTATION_TABLE) when built by name
+        self.probability = float(probability)  # checked by its declaration (the spec's) when built by name
 
     def __repr__(self) -> str:
         return f"ShuffleWords(probability={self.probability})"
@@ -39,13 +37,3 @@ class ShuffleWords:
         words = text.split()
         rng.shuffle(words)
         return " ".join(words)
-
-
-#: name -> (one-line description, build callable, options with their defaults), from the
-#: registered table of the plugin package.
-AUGMENTATIONS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(AUGMENTATION_TABLE, {"shuffle-words": ShuffleWords})
-
-
-def build_augmentation(name: str, **options: Any) -> Callable[[str, random.Random], str]:
-    """Build the augmentation registered under ``name`` with ``options`` over its defaults."""
-    return build_part("augmentation", AUGMENTATIONS, name, options)

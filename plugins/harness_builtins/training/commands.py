@@ -36,7 +36,7 @@ def _is_number(text: str) -> bool:
 
 def click_type(option) -> click.ParamType:
     """The command line's type for a setting, from its declaration (:data:`~harness_builtins.
-    training.engine.SETTINGS`): its choices, or its type with its bounds, so a flag accepts what the
+    training.settings.SETTINGS`): its choices, or its type with its bounds, so a flag accepts what the
     setting does and the bounds are written once."""
     if option.literals:
         raise TypeError("a setting with literal words (e.g. 'auto') needs a command-line type that accepts them")
@@ -53,7 +53,7 @@ def click_type(option) -> click.ParamType:
 def setting(flag: str, name: str | None = None, *, help: str):
     """``harness train``'s flag for the setting ``name`` (default: the flag's words), typed by its
     declaration; unset (``None``) unless given, so the variant's or the settings' default applies."""
-    from harness_builtins.training.engine import SETTINGS
+    from harness_builtins.training.settings import SETTINGS
 
     name = name or flag.lstrip("-").replace("-", "_")
     return click.option(flag, name, type=click_type(SETTINGS[name]), default=None, help=help)

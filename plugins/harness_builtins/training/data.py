@@ -1,5 +1,7 @@
 """A stage's training data: ``--data`` entries read (files, named training sets, suites), hard
-negatives mined, datasets mixed, examples kept.
+negatives mined, datasets mixed, examples kept, and the dataset the trainer reads: its columns
+(question, positive, hard negatives; passages as the encoder reads them, :func:`passage_text`)
+with the variant's augmentations applied as examples are read (:class:`AugmentingColumns`).
 
 Under ``torchrun`` rank 0 prepares first (downloads, BM25 distant supervision, mining: anything
 written to shared files) while the other processes wait; they then read what it wrote. The mined
@@ -9,17 +11,130 @@ examples are written once, by rank 0, to ``OUT/mined.json``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import registry
+from harness.api import TrainingExample
 from harness.errors import HarnessError
 from harness.results.checkpoint import MINED_FILE
 
 from harness_builtins.training.distributed import rank_zero_first
-from harness_builtins.training.engine import TrainSettings, file_fingerprint, mixture
+from harness_builtins.training.settings import FORMATS, TrainSettings
+
+#: Dataset column names; the loss reads them in this order.
+QUESTION, POSITIVE = "question", "positive"
+
+
+def negative_column(i: int) -> str:
+    return f"negative_{i + 1}"
+
+
+
+def passage_text(title: str, text: str, format: str, sep: str = "[SEP]") -> str:
+    """A passage as the encoder reads it: ``title_text`` is ``title + " " + text`` (the BEIR /
+    sentence-transformers convention the harness's ``st`` retriever uses), ``text`` the text alone,
+    ``dpr`` ``title [SEP] text``: tokenised as one sequence, DPR's ``[CLS] title [SEP] text [SEP]``
+    with the tokenizer's own separator (a special token, never split)."""
+    if format == "title_text":
+        return f"{title} {text}" if title else text
+    if format == "text":
+        return text
+    if format == "dpr":
+        return f"{title} {sep} {text}"
+    raise HarnessError(f"passage format must be one of {', '.join(FORMATS)}, got {format!r}")
+
+
+
+def file_fingerprint(path: Path) -> str:
+    """sha256 of a training file's bytes (recorded with the checkpoint)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def mixture(
+    datasets: Sequence[list[TrainingExample]], weights: Sequence[float], seed: int, mode: str = "proportional"
+) -> list[list[TrainingExample]]:
+    """Each dataset resized to ``weight x size`` examples, where ``size`` is its own size
+    (``proportional``: weight 1 keeps it as it is, 0.5 a seeded half, 2 two copies) or the smallest
+    dataset's size (``round_robin``: every dataset contributes alike, as when batches alternate
+    between them until the smallest runs out). Whole copies first, then a seeded sample of the rest."""
+    smallest = min((len(d) for d in datasets), default=0)
+    out = []
+    for i, (examples, weight) in enumerate(zip(datasets, weights)):
+        size = len(examples) if mode == "proportional" else smallest
+        target = round(weight * size)
+        whole, rest = divmod(target, len(examples)) if examples else (0, 0)
+        rng = random.Random(f"{seed}:mixture:{i}")
+        out.append(list(examples) * whole + rng.sample(list(examples), rest))
+    return out
+
+
+class AugmentingColumns:
+    """The dataset's text columns, with the variant's augmentations applied as examples are read.
+
+    An example read in epoch ``e`` is augmented with ``random.Random(f"{seed}:{e}:{index}")``: the
+    same text for the same (seed, epoch, example), however batches are formed or resumed.
+    """
+
+    def __init__(self, question_augmentations: Sequence[Callable], passage_augmentations: Sequence[Callable], seed: int,
+                 *, labels: bool = False):
+        self.question_augmentations = list(question_augmentations)
+        self.passage_augmentations = list(passage_augmentations)
+        self.seed = seed
+        self.epoch = 0
+        #: Hand each example's index to the loss as its ``label`` (in-loop losses look up answers).
+        self.labels = labels
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        out = {}
+        indices = batch["index"]
+        for column, values in batch.items():
+            if column == "index":
+                if self.labels:
+                    out["label"] = list(values)
+                continue
+            chain = self.question_augmentations if column == QUESTION else self.passage_augmentations
+            if not chain:
+                out[column] = values
+                continue
+            texts = []
+            for index, text in zip(indices, values):
+                rng = random.Random(f"{self.seed}:{self.epoch}:{index}:{column}")
+                for augment in chain:
+                    text = augment(text, rng)
+                texts.append(text)
+            out[column] = texts
+        return out
+
+
+def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format: str, sep: str = "[SEP]") -> dict[str, list]:
+    """The dataset columns: question, positive (the first positive), ``negative_1..h`` (the first
+    ``h`` hard negatives) and ``index``. Examples without a positive, or with fewer than ``h`` hard
+    negatives, are left out (DPR drops them too) and counted by the caller."""
+    data: dict[str, list] = {QUESTION: [], POSITIVE: [], "index": []}
+    for i in range(hard_negatives):
+        data[negative_column(i)] = []
+    for example in examples:
+        if not example.positives or len(example.hard_negatives) < hard_negatives:
+            continue
+        data["index"].append(len(data["index"]))
+        data[QUESTION].append(example.question)
+        p = example.positives[0]
+        data[POSITIVE].append(passage_text(p.title, p.text, format, sep))
+        for i in range(hard_negatives):
+            n = example.hard_negatives[i]
+            data[negative_column(i)].append(passage_text(n.title, n.text, format, sep))
+    return data
+
 
 
 @dataclass
@@ -73,8 +188,6 @@ def training_file(name: Path, settings: TrainSettings) -> Path:
 def suite_questions(suite) -> list:
     """A loaded suite's questions as in-loop training examples: question, answers and (for a suite
     of several parts) the part's name as label; no passages (the loop retrieves them)."""
-    from harness.api import TrainingExample
-
     several = len(suite.parts) > 1
     return [TrainingExample(question=q.text, answers=tuple(q.answers), positives=(), label=part.name if several else None)
             for part in suite.parts for q in part.questions]

@@ -33,13 +33,13 @@ from harness.results.checkpoint import CHECKPOINTS_DIR, LOG_FILE, MODEL_DIR
 
 from harness.util.atomic import write_text_atomic
 
-from harness_builtins.training.data import Prepared
+from harness_builtins.training.data import QUESTION, AugmentingColumns, Prepared, columns
 from harness_builtins.training.distributed import group, rank, split
 from harness_builtins.training.plan import RUN_FILE, run_settings
 from harness_builtins.training.resume import (
     LOSS_SUM_FILE, loss_sum, mean_loss, restore_in_loop, resume_checkpoint, truncate_log, write_in_loop_state,
 )
-from harness_builtins.training.engine import QUESTION, AugmentingColumns, TrainSettings, columns
+from harness_builtins.training.settings import TrainSettings
 from harness_builtins.training.model import EmbeddingLoss, build_model, freeze, freeze_unused, router_mapping
 
 from sentence_transformers import SentenceTransformerTrainer

@@ -77,7 +77,7 @@ from harness.data.training import AnswerCheck
 from harness.errors import HarnessError
 
 from harness_builtins.dense.embeddings import EmbeddingCache
-from harness_builtins.training.engine import passage_text
+from harness_builtins.training.data import passage_text
 from harness_builtins.dense.passage_identity import passage_identity
 from harness_builtins.dense.pipeline import compute_precision
 from harness_builtins.training.model import DOCUMENT, LossParts, side_modules

@@ -1,4 +1,5 @@
-"""Training losses of the DPR family (``harness list losses``).
+"""Training losses of the DPR family: the classes the ``harness list losses`` specs build (each
+spec, with its options and citation, is a module of :mod:`harness_builtins.training.parts.losses`).
 
 Every loss is a ``torch.nn.Module`` whose ``forward(questions, passages, positive)`` takes
 
@@ -10,24 +11,25 @@ and returns a dict of scalar tensors: the total under ``"loss"``, its parts unde
 (logged by the trainer). Scores are plain dot products ``S = Q P^T`` (scale 1, no temperature, no
 normalisation) as in DPR; every NLL is averaged over its anchors (``F.cross_entropy``'s mean).
 
-Sources: seed 000 (Sciavolino thesis) §2.3 (DPR loss, eq. 2.8) and §5.1 (stop-gradient, flipped
-objective); seed 004 (Hoang thesis) §2.2.1 (Definition 2.5), ch. 4 (late interaction), ch. 5
-(multi-similarity). :data:`LOSSES` pairs each registered loss with its class.
+Sources: Karpukhin et al. 2020, "Dense Passage Retrieval for Open-Domain Question Answering"
+(arXiv:2004.04906); Sciavolino 2022, "Towards Universal Dense Retrieval for Open-Domain Question
+Answering" (M.S.E. thesis, Princeton; "Sciavolino" below) §2.3 (DPR loss, eq. 2.8) and §5.1
+(stop-gradient, flipped objective); Hoang 2022, "Open Domain Question Answering System" (B.Sc.
+thesis, NTU; "Hoang" below) §2.2.1 (Definition 2.5), ch. 4 (late interaction), ch. 5
+(multi-similarity); Lee et al. 2021 (arXiv:2012.12624) for query-side fine-tuning; Sachan et al.
+2022 (arXiv:2206.10658) for ART.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
-
-from harness_builtins.training import LOSS_TABLE, build_part, parts
 
 
 def _check_batch(questions: torch.Tensor, passages: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
@@ -49,12 +51,12 @@ def _check_batch(questions: torch.Tensor, passages: torch.Tensor, positive: torc
 
 
 def nll(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of ``-log softmax(scores[i])[target[i]]`` (Definition 2.5 of 004 §2.2.1)."""
+    """Mean over rows of ``-log softmax(scores[i])[target[i]]`` (Definition 2.5 of Hoang §2.2.1)."""
     return F.cross_entropy(scores, target)
 
 
 class DPRLoss(nn.Module):
-    """DPR's in-batch negative log-likelihood (000 §2.3 eq. 2.8; 004 §2.2.1 Definition 2.5, eq. 2.8).
+    """DPR's in-batch negative log-likelihood (Sciavolino §2.3 eq. 2.8; Hoang §2.2.1 Definition 2.5, eq. 2.8).
 
     ``S = Q P^T`` (``[B, N]``, dot product) and
 
@@ -72,7 +74,7 @@ class DPRLoss(nn.Module):
 
 
 class StopGradientLoss(nn.Module):
-    """The stop-gradient loss of 000 §5.1 (eq. 5.1, after Chen and He 2020):
+    """The stop-gradient loss of Sciavolino §5.1 (eq. 5.1, after Chen and He 2020, arXiv:2011.10566):
 
         L_stopG = 1/2 * L(q_d . p) + 1/2 * L(q . p_d)
 
@@ -93,7 +95,7 @@ class StopGradientLoss(nn.Module):
 
 
 class FlippedLoss(nn.Module):
-    """The flipped objective of 000 §5.1 ("Flipped Training"): positive and negative *questions*
+    """The flipped objective of Sciavolino §5.1 ("Flipped Training"): positive and negative *questions*
     for a given *passage*, replacing (not added to) the question-side objective.
 
     For each question i its positive passage ``p_i = P[pos_i]`` is the anchor; its positive is
@@ -118,7 +120,7 @@ class FlippedLoss(nn.Module):
 
 
 class MultiSimilarityLoss(nn.Module):
-    """The multi-similarity loss of 004 ch. 5 (§5.1, eqs. 5.2-5.7):
+    """The multi-similarity loss of Hoang ch. 5 (§5.1, eqs. 5.2-5.7):
 
         L = mean_i L_i^qp + lambda_qq * mean_i L_i^qq + lambda_pp * mean_i L_i^pp
 
@@ -139,7 +141,7 @@ class MultiSimilarityLoss(nn.Module):
 
     def __init__(self, *, lambda_qq: float = 0.1, lambda_pp: float = 0.1, pp_passages: str = "positives") -> None:
         super().__init__()
-        # checked by the options' declarations (LOSS_TABLE) when built by name
+        # checked by the options' declarations (the spec's) when built by name
         self.lambda_qq, self.lambda_pp = float(lambda_qq), float(lambda_pp)
         self.pp_passages = pp_passages
 
@@ -158,7 +160,7 @@ class MultiSimilarityLoss(nn.Module):
 
 
 def late_interaction_scores(m: torch.Tensor, q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """``sim_L(q, p) = m^T [q; p; q * p; q - p]`` (004 §4.1, eqs. 4.1-4.2) for every pair.
+    """``sim_L(q, p) = m^T [q; p; q * p; q - p]`` (Hoang §4.1, eqs. 4.1-4.2) for every pair.
 
     ``m``: ``[4d]``, the head's weights in the order of the concatenation; ``q``: ``[B, d]`` or
     ``[d]``; ``p``: ``[N, d]`` or ``[d]``. Returns ``[B, N]`` (a 1-D input drops its axis). The
@@ -190,7 +192,7 @@ def late_interaction_scores(m: torch.Tensor, q: torch.Tensor, p: torch.Tensor) -
 
 
 class LateInteractionLoss(LazyModuleMixin, nn.Module):
-    """DPR's loss plus the late-interaction head's loss, 004 ch. 4 (§4.1, eqs. 4.1-4.4):
+    """DPR's loss plus the late-interaction head's loss, Hoang ch. 4 (§4.1, eqs. 4.1-4.4):
 
         sim_L(q, p) = m_L^T [q; p; q * p; q - p],   m_L in R^{4d}          (eqs. 4.1, 4.2)
         L = L_dpr(S) + lambda_late * L_dpr(S_L)                           (eqs. 4.3, 4.4)
@@ -217,7 +219,7 @@ class LateInteractionLoss(LazyModuleMixin, nn.Module):
 
     def __init__(self, *, lambda_late: float = 1.0, dim: int | None = None, init: str = "zeros") -> None:
         super().__init__()
-        # checked by the options' declarations (LOSS_TABLE) when built by name
+        # checked by the options' declarations (the spec's) when built by name
         self.lambda_late = float(lambda_late)
         self.init = init
         if dim is None:
@@ -261,7 +263,7 @@ class LateInteractionLoss(LazyModuleMixin, nn.Module):
 
 
 class QSFTLoss(nn.Module):
-    """Query-side fine-tuning (seed 000 §5.2, after Lee et al. 2021, DensePhrases): an in-loop
+    """Query-side fine-tuning (Sciavolino §5.2, after Lee et al. 2021, DensePhrases, arXiv:2012.12624): an in-loop
     loss over the ``k`` passages the current question encoder retrieved from the frozen index.
 
     With ``s_ij = q_i . p_ij`` (the index's vectors ``p``, which get no gradient) and ``A_i`` the
@@ -296,8 +298,8 @@ class QSFTLoss(nn.Module):
 
 
 class ARTLoss(nn.Module):
-    """ART (Sachan et al. 2022, "Questions Are All You Need to Train a Dense Passage Retriever";
-    seed 001): an in-loop loss without labelled passages.
+    """ART (Sachan et al. 2022, "Questions Are All You Need to Train a Dense Passage Retriever",
+    arXiv:2206.10658): an in-loop loss without labelled passages.
 
     For each question and its ``K`` retrieved passages ``z_1..z_K``:
 
@@ -335,7 +337,7 @@ class ARTLoss(nn.Module):
 
         if not teacher:
             raise ValueError("the art loss needs a sequence-to-sequence teacher: -L teacher=HUB_ID_OR_DIRECTORY (T0-3B in the paper)")
-        # the values are checked by their declarations (LOSS_TABLE) when built by name
+        # the values are checked by their declarations (the spec's) when built by name
         self.temperature = temperature if temperature == "sqrt" else float(temperature)
         self.mean = mean
         self.question_mark = question_mark
@@ -378,16 +380,3 @@ class ARTLoss(nn.Module):
         kl = F.kl_div(student, teacher, log_target=True, reduction="batchmean")
         entropy = -(teacher.exp() * teacher).sum(dim=1).mean()
         return {"loss": kl, "kl": kl.detach(), "teacher_entropy": entropy.detach()}
-
-
-#: name -> (one-line description, build callable, options with their defaults), from the
-#: registered table of the plugin package.
-LOSSES: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(LOSS_TABLE, {
-    "dpr": DPRLoss, "stopgrad": StopGradientLoss, "flip": FlippedLoss, "multi-sim": MultiSimilarityLoss,
-    "late-interaction": LateInteractionLoss, "qsft": QSFTLoss, "art": ARTLoss,
-})
-
-
-def build_loss(name: str, **options: Any) -> nn.Module:
-    """Build the loss registered under ``name`` with ``options`` over its defaults."""
-    return build_part("loss", LOSSES, name, options)

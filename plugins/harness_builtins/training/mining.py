@@ -1,4 +1,5 @@
-"""The ``retriever`` miner: hard negatives retrieved from the training corpus by any named retriever.
+"""The ``retriever`` miner: hard negatives retrieved from the training corpus by any named retriever
+(its spec: :mod:`harness_builtins.training.parts.miners.retriever`).
 
 ``RetrieverMiner(retriever="bm25")`` is DPR's BM25 negatives; with a dense retriever and its
 checkpoint (``RetrieverMiner("dense", {"model": DIR})``) it is ANCE-style dense negatives. For each
@@ -17,34 +18,13 @@ from dataclasses import replace
 from typing import Any
 
 from harness import registry
-from harness.api import (
-    MATCH_MODES,
-    MAX_K,
-    Corpus,
-    MinerSpec,
-    Option,
-    Options,
-    Question,
-    RunContext,
-    TrainingExample,
-    choice,
-    non_negative_int,
-    positive_int,
-    text,
-)
+from harness.api import Corpus, Question, RunContext, TrainingExample
 from harness.data.training import AnswerCheck, hard_negatives
 from harness.errors import HarnessError
 from harness.evaluate import retrieve
 from harness.util.progress import task
 
-#: The options of the ``retriever`` miner, with their defaults and declarations.
-OPTIONS = Options({
-    "retriever": text("bm25", help="a registered retriever's name"),
-    "options": Option(None, type=dict, help="the retriever's options"),
-    "negatives": non_negative_int(1, help="hard negatives per example"),
-    "depth": positive_int(100, max=MAX_K, help="passages retrieved per question"),
-    "match": choice("string", MATCH_MODES, help="how answers are matched"),
-})
+from harness_builtins.training.parts.miners.retriever import SPEC
 
 
 class RetrieverMiner:
@@ -62,7 +42,7 @@ class RetrieverMiner:
         match: str = "string",
     ):
         given = {"retriever": retriever, "options": options, "negatives": negatives, "depth": depth, "match": match}
-        checked = OPTIONS.check(given, where="negative miner 'retriever'")  # an OptionError is a ValueError
+        checked = SPEC.options.check(given, where="negative miner 'retriever'")  # an OptionError is a ValueError
         retriever, options, negatives, depth = checked["retriever"], checked["options"], checked["negatives"], checked["depth"]
         if negatives > depth:
             raise ValueError(f"negatives ({negatives}) cannot exceed depth ({depth})")
@@ -108,20 +88,3 @@ def _get(corpus: Corpus, passage_id: str, retriever: str):
         return corpus.get(passage_id)
     except KeyError:
         raise HarnessError(f"retriever {retriever!r} returned passage {passage_id!r}, not in corpus {corpus.name!r}") from None
-
-
-def load(**options: Any) -> RetrieverMiner:
-    """The ``retriever`` miner's ``load``: ``registry.load("miners", "retriever", options)``."""
-    return RetrieverMiner(**options)
-
-
-SPEC = MinerSpec(
-    name="retriever",
-    description=(
-        "hard negatives retrieved by a named retriever (bm25: DPR's; dense with -o model=DIR: "
-        "dense negatives), answer-aware: no passage with an answer in title or text, none equal "
-        "to a positive"
-    ),
-    load=load,
-    options=OPTIONS,
-)

@@ -33,7 +33,7 @@ from harness.errors import HarnessError
 from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, LOG_FILE, PRETRAIN_DIR, RECORD_FILE, is_finished
 
 from harness_builtins.training.distributed import launched_world, rank
-from harness_builtins.training.engine import TrainSettings
+from harness_builtins.training.settings import TrainSettings
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def run_settings(settings: TrainSettings) -> dict[str, Any]:
     """The settings of a stage as ``RUN_FILE`` records them (JSON values, paths made absolute)."""
     import json
 
-    from harness_builtins.training.engine import settings_record
+    from harness_builtins.training.settings import settings_record
 
     record = settings_record(settings)
     for key in ("data", "pretrain_data"):

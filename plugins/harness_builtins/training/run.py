@@ -24,7 +24,7 @@ from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MODEL_D
 from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
-from harness_builtins.training.engine import TrainSettings, recipe_record, settings_record
+from harness_builtins.training.settings import TrainSettings, recipe_record, settings_record
 from harness_builtins.training.model import mark_similarity
 from harness_builtins.training.plan import Plan, Stage, check_output_folder, make_plan
 

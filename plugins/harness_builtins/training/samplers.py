@@ -1,4 +1,5 @@
-"""Batch samplers (``harness list samplers``): how an epoch's examples are cut into batches.
+"""Batch samplers: how an epoch's examples are cut into batches; the classes the ``harness list
+samplers`` specs build (each spec is a module of :mod:`harness_builtins.training.parts.samplers`).
 
 A sampler is built with its options and called as ``sampler(examples, batch_size, rng)`` with
 ``rng`` a ``random.Random``; it returns the epoch's batches as lists of indices into ``examples``.
@@ -12,19 +13,16 @@ title and text) already occurs in its batch, tries up to 64 random swaps with an
 another batch that removes the clash without creating one there. Batch sizes never change; when
 no swap is found (e.g. one passage is the positive of more examples than there are batches) the
 duplicate stays. Data without duplicates gets exactly the batches of ``unique_positives=False``.
-
-:data:`SAMPLERS` pairs each registered sampler with its class.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from harness.api import TrainingExample, integer
-from harness_builtins.training import SAMPLER_TABLE, build_part, parts
 
 _SWAP_TRIES = 64
 _KMEANS_ITERATIONS = 50
@@ -92,9 +90,10 @@ def _cut(order: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 class RandomSampler:
-    """DPR's batches (000 §2.3, 004 §2.2.1): shuffle the examples with ``rng`` and cut them into
-    batches of ``batch_size`` in order; the last batch is smaller when ``batch_size`` does not
-    divide the count, or dropped with ``drop_last=True``. ``unique_positives`` (module doc)
+    """DPR's batches (Karpukhin et al. 2020, arXiv:2004.04906; Sciavolino 2022 §2.3; Hoang 2022
+    §2.2.1): shuffle the examples with ``rng`` and cut them into batches of ``batch_size`` in
+    order; the last batch is smaller when ``batch_size`` does not divide the count, or dropped
+    with ``drop_last=True``. ``unique_positives`` (module doc)
     then separates duplicate positives; ``False`` gives DPR's sampler exactly."""
 
     def __init__(self, *, drop_last: bool = False, unique_positives: bool = True) -> None:
@@ -173,7 +172,7 @@ def kmeans(vectors: Any, k: int, *, seed: int = 0, normalize: bool = True, backe
 
 
 class HarderBatchesSampler:
-    """Harder in-batch negatives (004 ch. 6, §6.1): batches whose examples share a category, so
+    """Harder in-batch negatives (Hoang 2022, "Open Domain Question Answering System", ch. 6, §6.1): batches whose examples share a category, so
     the in-batch negatives are similar passages. The thesis classifies passages into DBpedia
     categories and greedily builds batches whose positives share a category, with randomness so
     epochs differ. Here the category is
@@ -207,7 +206,7 @@ class HarderBatchesSampler:
         drop_last: bool = False,
         unique_positives: bool = True,
     ) -> None:
-        # by, clusters and backend are checked by the options' declarations (SAMPLER_TABLE)
+        # by, clusters and backend are checked by the options' declarations (the spec's)
         if vectors is not None and embed is not None:
             raise ValueError("give vectors or embed, not both")
         if embed is not None and not callable(embed):
@@ -283,13 +282,3 @@ class HarderBatchesSampler:
         if self.unique_positives:
             separate_duplicate_positives(batches, examples, rng, tags)
         return batches
-
-
-#: name -> (one-line description, build callable, options with their defaults), from the
-#: registered table of the plugin package.
-SAMPLERS: Mapping[str, tuple[str, Any, Mapping[str, Any]]] = parts(SAMPLER_TABLE, {"random": RandomSampler, "harder-batches": HarderBatchesSampler})
-
-
-def build_sampler(name: str, **options: Any) -> Callable[..., list[list[int]]]:
-    """Build the sampler registered under ``name`` with ``options`` over its defaults."""
-    return build_part("sampler", SAMPLERS, name, options)
