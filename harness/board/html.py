@@ -189,14 +189,15 @@ def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
     """The index; its table of every suite's rows has configuration (a link to its row on its
     suite's page), suite, retriever, variant, re-ranker, seeds and each cutoff any suite reports
     (``–`` where a suite does not), sortable and filterable like a suite's table, with a suite filter."""
+    positions = _positions(sections, names)
     entries = [
         {"section": section, "anchor": anchor if len(section.question_sets) > 1 else names[section.suite], "best": _best(section)}
-        for section, anchor in _positions(sections, names)
+        for section, anchor in positions
     ]
     ks = sorted({k for section in sections for k in section.ks})
     rows = [
         {"section": section, "row": row, "anchor": f"{anchor}-r{i}", "by_k": {cell.k: cell for cell in row.cells}}
-        for section, anchor in _positions(sections, names) for i, row in enumerate(section.rows)
+        for section, anchor in positions for i, row in enumerate(section.rows)
     ]
     data = [
         {**(entry := _row_data(item["row"])), "text": one_line(f"{item['section'].suite} {entry['text']}"),
