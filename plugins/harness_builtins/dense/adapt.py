@@ -21,7 +21,8 @@ from harness_builtins.dense.retriever import DenseRetriever
 def build_adapted(query_encoder: str | None = None, passage_encoder: str | None = None, **engine: Any) -> DenseRetriever:
     if not query_encoder or not passage_encoder:
         raise HarnessError("adapt needs both -o query_encoder=ENCODER_OR_DIR and -o passage_encoder=ENCODER_OR_DIR")
-    query_side = resolve_model(query_encoder).build(engine)
+    # the passage side's release (-o embeddings) is searched; the question side only encodes questions
+    query_side = resolve_model(query_encoder).build({k: v for k, v in engine.items() if k != "embeddings"})
     passage_side = resolve_model(passage_encoder).build(engine)
     query = sides(query_side.encoder)[0]
     passage = sides(passage_side.encoder)[1]

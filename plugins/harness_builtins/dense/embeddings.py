@@ -203,11 +203,38 @@ class EmbeddingCache:
         return np.ascontiguousarray(np.concatenate(parts))
 
 
+#: An in-place store file up to this size is hashed whole by :func:`store_fingerprint` (well under
+#: a second); a larger one at :data:`STORE_SAMPLES` rows spread evenly over it, with its header.
+STORE_FULL_HASH_BYTES = 256 << 20
+STORE_SAMPLES = 256
+
+
+def store_fingerprint(file: str | os.PathLike, offset: int, rows: int, dim: int) -> str:
+    """A digest of an in-place store's content: the whole file when it is at most
+    :data:`STORE_FULL_HASH_BYTES` (``full:``), else its header and :data:`STORE_SAMPLES` rows
+    spread evenly over the block, the first and last among them (``sampled:``); the rows read are
+    the same for the same shape, so the digest changes when any byte it covers does."""
+    digest = hashlib.sha256()
+    end = offset + 4 * rows * dim
+    with open(file, "rb") as f:
+        if end <= STORE_FULL_HASH_BYTES:
+            while block := f.read(16 << 20):
+                digest.update(block)
+            return f"full:{digest.hexdigest()}"
+        digest.update(f.read(offset))
+        row_bytes = 4 * dim
+        for row in np.unique(np.linspace(0, rows - 1, STORE_SAMPLES).astype(np.int64)).tolist():
+            f.seek(offset + row * row_bytes)
+            digest.update(f.read(row_bytes))
+    return f"sampled:{digest.hexdigest()}"
+
+
 def mapped_store_shards(path: Path, store: dict[str, Any], shard_size: int, rows: int, dim: int) -> list[np.ndarray]:
     """The shards of a cache whose float32 vectors lie in another file (``meta["store"]``: a
     release's own contiguous block, memory-mapped in place): read-only views of ``shard_size``
-    rows each. The file must still be the one recorded (its size and modification time): a release
-    deleted or replaced since the import is an error naming it."""
+    rows each. The file must still be the one recorded: its size, modification time and, where
+    recorded, its content (:func:`store_fingerprint`: a change in place that kept the size and
+    time is noticed too); a release deleted or changed since the import is an error naming it."""
     file = Path(store["path"])
     offset, stored_rows = int(store["offset"]), int(store["rows"])
     try:
@@ -220,6 +247,10 @@ def mapped_store_shards(path: Path, store: dict[str, Any], shard_size: int, rows
                            f"delete {path} to import the release again")
     if offset + 4 * rows * dim > st.st_size:
         raise HarnessError(f"{file} is too short for {rows} float32 vectors of width {dim} at byte {offset}")
+    recorded = store.get("fingerprint")
+    if recorded is not None and store_fingerprint(file, offset, rows, dim) != recorded:
+        raise HarnessError(f"{path}: its vectors lie in {file}, whose content changed since it was imported; "
+                           f"delete {path} to import the release again")
     if rows == 0:
         return []
     block = np.memmap(file, dtype=np.float32, mode="r", offset=offset, shape=(rows, dim))

@@ -189,6 +189,9 @@ def encoder_matrix(
     in memory at a time (two float16 indexes of DPR's 21M Wikipedia passages, 30 GiB each, do
     not fit one 80 GB GPU).
     """
+    if (options or {}).get("embeddings") is not None:
+        raise HarnessError("matrix: -o embeddings names one passage encoder's release and would apply to every model; "
+                           "give it in that model's own options (MatrixModel(..., options={'embeddings': NAME}))")
     resolved = [resolve_model(m) for m in models]
     labels = [m.label for m in resolved]
     if len(set(labels)) != len(labels):

@@ -35,6 +35,10 @@ def model_option(default: str | None = None, help: str = "hub id or local direct
 #: Options every built-in encoder accepts (``None`` / ``auto``: decided at run time).
 RUNTIME_OPTIONS = Options({"batch_size": BATCH_SIZE, "device": DEVICE, "precision": PRECISION})
 
+#: The most passages ``-o embeddings_check`` re-encodes: a check, not a second encoding of the corpus
+#: (100,000 passages take about an hour on a CPU; a larger corpus than that is released to avoid it).
+MAX_EMBEDDINGS_CHECK = 100_000
+
 #: Options of the dense engine, added to every encoder's options in its retriever.
 INDEX_OPTIONS = Options({
     "index": choice("flat", INDEX_KINDS, help="faiss index kind"),
@@ -51,5 +55,6 @@ INDEX_OPTIONS = Options({
     "shard_size": positive_int(100_000, help="passages per embedding shard on disk"),
     # released passage vectors searched instead of encoding the corpus (harness list embeddings)
     "embeddings": text(None, help="a released embeddings name: search its vectors instead of encoding the corpus"),
-    "embeddings_check": non_negative_int(64, help="passages re-encoded to check a release against the encoder (0: none)"),
+    "embeddings_check": non_negative_int(64, max=MAX_EMBEDDINGS_CHECK,
+                                         help="passages re-encoded to check a release against the encoder (0: none)"),
 })

@@ -69,6 +69,10 @@ class DenseRetriever:
         self.embeddings = embeddings
         self.embeddings_check = embeddings_check
         self.preset = preset
+        if embeddings is not None:  # a bad name or another encoder's release: refused before any work
+            from harness_builtins.dense.released.use import resolve_release
+
+            resolve_release(embeddings, preset)
         #: The release's use once indexed (:func:`~harness_builtins.dense.released.use.release_cache`).
         self.release: dict[str, Any] | None = None
 

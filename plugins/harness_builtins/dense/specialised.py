@@ -55,6 +55,9 @@ class SpecialisedRetriever:
         from harness_builtins.dense.retriever import DenseRetriever
         from harness_builtins.dense.trained import TrainedEncoder
 
+        if options.get("embeddings") is not None:
+            raise HarnessError("retriever 'specialised' does not search released embeddings (-o embeddings): its "
+                               "passages are encoded by the training output's own passage encoder (OUT/model)")
         if not path:
             raise HarnessError("retriever 'specialised' needs the training output: -o path=OUT_OF_HARNESS_TRAIN_SPECIALISED")
         self.path = Path(path).expanduser()

@@ -47,53 +47,76 @@ MAX_RELATIVE_DIFFERENCE = 0.05
 SEED = 0
 
 
+class ReleaseMismatch(HarnessError):
+    """The release's vectors are not its encoder's (another width, or beyond tolerance)."""
+
+
+#: Passages re-encoded at a time (a large sample is encoded in batches: bounded memory).
+CHECK_BATCH = 256
+
+
 def check_release(cache: Any, corpus: Corpus, passage_encoder: Any, *, sample: int, seed: int = SEED,
                   name: str = "", encoder_name: str = "") -> dict[str, Any]:
     """Re-encode ``sample`` seeded random passages of ``cache`` (an imported release) with
     ``passage_encoder`` and compare; returns the record (sample, seed, min cosine, max absolute and
     relative difference) or ``{"skipped": reason}``; raises :class:`HarnessError` when the release
-    does not match."""
+    does not match. A sample larger than the release is the whole release (recorded as its size);
+    passages are encoded :data:`CHECK_BATCH` at a time."""
     if sample <= 0:
         return {"skipped": "embeddings_check=0", "sample": 0}
     count = len(cache)
     n = min(sample, count)
     rows = np.sort(np.random.default_rng(seed).choice(count, size=n, replace=False)) if n else np.zeros(0, np.int64)
     load = getattr(passage_encoder, "load", None)
+    cosines, relatives, worst_abs = [], [], 0.0
+    ids: list[str] = []
     try:
         if callable(load):
             load()
-        ids = cache.passage_ids(rows)
-        passages = [corpus.get(pid) for pid in ids]
-        encoded = np.asarray(passage_encoder.encode_passages([(p.title, p.text) for p in passages]), dtype=np.float64)
+        for first in range(0, n, CHECK_BATCH):
+            batch = rows[first : first + CHECK_BATCH]
+            batch_ids = cache.passage_ids(batch)
+            passages = [corpus.get(pid) for pid in batch_ids]
+            encoded = np.asarray(passage_encoder.encode_passages([(p.title, p.text) for p in passages]), dtype=np.float64)
+            released = cache.rows(batch, dtype=np.float64)
+            if encoded.shape != released.shape:
+                raise ReleaseMismatch(f"release {name!r}: the encoder {encoder_name!r} gives {encoded.shape[1:]}-wide "
+                                   f"vectors, the release {released.shape[1:]}: it is not this encoder's release")
+            dots = np.einsum("ij,ij->i", encoded, released)
+            norms = np.linalg.norm(encoded, axis=1) * np.linalg.norm(released, axis=1)
+            cosines.append(np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0))
+            diff = np.abs(encoded - released)
+            scale = np.maximum(np.abs(released).max(axis=1), 1e-30)
+            relatives.append(diff.max(axis=1) / scale)
+            worst_abs = max(worst_abs, float(diff.max()) if len(diff) else 0.0)
+            ids.extend(batch_ids)
+    except ReleaseMismatch:
+        raise
     except (OSError, ImportError, HarnessError, ValueError, RuntimeError) as exc:
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        return {"skipped": f"the encoder's model could not be loaded or run ({reason})", "sample": 0, "seed": seed}
-    released = cache.rows(rows, dtype=np.float64)
-    if encoded.shape != released.shape:
-        raise HarnessError(f"release {name!r}: the encoder {encoder_name!r} gives {encoded.shape[1:]}-wide vectors, "
-                           f"the release {released.shape[1:]}: it is not this encoder's release")
-    dots = np.einsum("ij,ij->i", encoded, released)
-    norms = np.linalg.norm(encoded, axis=1) * np.linalg.norm(released, axis=1)
-    cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
-    diff = np.abs(encoded - released)
-    scale = np.maximum(np.abs(released).max(axis=1), 1e-30)
-    relative = diff.max(axis=1) / scale
+        return _skipped(exc, seed)
+    cosine = np.concatenate(cosines) if cosines else np.zeros(0)
+    relative = np.concatenate(relatives) if relatives else np.zeros(0)
     record = {
         "sample": int(n),
         "seed": int(seed),
         "min_cosine": round(float(cosine.min()), 6) if n else None,
         "mean_cosine": round(float(cosine.mean()), 6) if n else None,
-        "max_abs_difference": float(diff.max()) if n else None,
+        "max_abs_difference": worst_abs if n else None,
         "max_relative_difference": round(float(relative.max()), 6) if n else None,
         "tolerance": {"min_cosine": MIN_COSINE, "max_relative_difference": MAX_RELATIVE_DIFFERENCE},
     }
     failed = np.flatnonzero((cosine < MIN_COSINE) | (relative > MAX_RELATIVE_DIFFERENCE))
     if len(failed):
         worst = int(np.argmin(cosine))
-        raise HarnessError(
+        raise ReleaseMismatch(
             f"release {name!r} does not match encoder {encoder_name!r}: {len(failed)} of {n} re-encoded passages "
             f"(seed {seed}) differ beyond tolerance: cosine min {cosine.min():.4f} (passage {ids[worst]!r}), mean "
-            f"{cosine.mean():.4f}, max coordinate difference {diff.max():.4g} ({relative.max():.1%} of the largest; "
+            f"{cosine.mean():.4f}, max coordinate difference {worst_abs:.4g} ({relative.max():.1%} of the largest; "
             f"tolerance cosine >= {MIN_COSINE}, {MAX_RELATIVE_DIFFERENCE:.0%}): wrong model, id mapping or format "
             f"variant (-o embeddings_check=0 skips the check)")
     return record
+
+
+def _skipped(exc: BaseException, seed: int) -> dict[str, Any]:
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return {"skipped": f"the encoder's model could not be loaded or run ({reason})", "sample": 0, "seed": seed}

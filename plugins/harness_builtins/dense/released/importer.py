@@ -165,7 +165,13 @@ def dense_rows(ids: Sequence[str], count: int) -> np.ndarray | None:
 class IdMap:
     """Passage id -> corpus row, explicitly: a corpus store's id index (its ``dense`` ids computed
     at once by :func:`dense_rows`, else its memory-mapped hash index through ``rows``/``row``),
-    else a dictionary built once from the corpus (an in-memory corpus; large corpora are stores)."""
+    else a dictionary built once from the corpus.
+
+    The dictionary is for corpora that are not stores (an in-memory corpus, a test's): it holds
+    every passage id as a Python string with its row, about 150 bytes a passage (0.15 GB per
+    million), so it suits corpora up to a few million passages. DPR's 21M Wikipedia is opened as a
+    corpus store (the built-in corpora are), whose memory-mapped id index costs nothing to hold;
+    a 21M corpus mapped through the dictionary would alone take about 3 GB."""
 
     def __init__(self, corpus: Corpus):
         from harness.data.corpora import LazyCorpus
@@ -251,7 +257,18 @@ def import_release(
                 return cache
         except (HarnessError, OSError, ValueError, KeyError, json.JSONDecodeError):
             pass
-        shutil.rmtree(final)  # damaged or foreign: imported afresh
+    try:
+        return _import_into(spec, paths, corpus, encoder_identity, final, digest, reader, shard_size, progress)
+    except OSError as exc:  # a read-only or full cache folder: one line, not a traceback
+        raise HarnessError(f"cannot write the import of released embeddings {spec.name!r} into {final.parent}: "
+                           f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}; give a writable "
+                           f"--cache-dir with room for it") from None
+
+
+def _import_into(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, encoder_identity: str, final: Path,
+                 digest: str, reader: Any, shard_size: int, progress: bool) -> EmbeddingCache:
+    if final.exists():
+        shutil.rmtree(final)  # damaged, partly deleted, or its in-place store changed: imported afresh
     work = final.with_name(f".{final.name}.partial")
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
@@ -289,9 +306,49 @@ def readable_paths(spec: ReleasedEmbeddings, paths: Sequence[Path]) -> list[Path
         archive = (part is not None and part.compression is not None) or path.name.endswith((".tar", ".tar.gz", ".tgz"))
         if archive and path.is_file():
             name = re.sub(r"\.(tar\.gz|tgz|tar)$", "", path.name)
-            path = unpack_faiss_archive(path, path.with_name(name if name != path.name else f"{name}.unpacked"))
+            dest = path.with_name(name if name != path.name else f"{name}.unpacked")
+            marker = dest.with_name(f".{dest.name}.unpacked.json")
+            expected = {"archive": _file_state(path)}
+            if dest.exists() and _read_json(marker) != {**expected, **_unpacked_state(dest)}:
+                shutil.rmtree(dest)  # changed since it was unpacked (or unpacked by no known run): again
+            if not dest.exists():
+                marker.unlink(missing_ok=True)
+            path = unpack_faiss_archive(path, dest)
+            if not marker.is_file():
+                _write_json_atomic(marker, {**expected, **_unpacked_state(dest)})
         out.append(path)
     return out
+
+
+def _file_state(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _unpacked_state(dest: Path) -> dict[str, Any]:
+    """What an unpacked faiss folder holds: its ``index`` (size, time, content fingerprint) and its
+    ``docid`` (size, time, sha256); ``{}`` when it is not a readable flat index, so that it is
+    unpacked again. Recorded beside the folder when it is unpacked and compared before it is
+    imported again: an index or docid changed in place since is unpacked afresh from the archive."""
+    from harness.data.download import sha256_file
+    from harness.errors import InputFileError
+    from harness_builtins.dense.embeddings import store_fingerprint
+    from harness_builtins.dense.released.formats import read_faiss_flat_header
+
+    index, docid = dest / "index", dest / "docid"
+    try:
+        block = read_faiss_flat_header(index)
+        return {"index": [*_file_state(index), store_fingerprint(index, block.offset, block.rows, block.dim)],
+                "docid": [*_file_state(docid), sha256_file(docid)]}
+    except (InputFileError, OSError):
+        return {}
 
 
 @contextlib.contextmanager
@@ -407,10 +464,13 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
         },
     }
     if in_place:
+        from harness_builtins.dense.embeddings import store_fingerprint
+
         file = Path(contiguous.path).resolve()
         st = file.stat()
         meta["store"] = {"path": str(file), "offset": int(contiguous.offset), "rows": rows, "dim": spec.dim,
-                         "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                         "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                         "fingerprint": store_fingerprint(file, int(contiguous.offset), rows, spec.dim)}
     _write_json_atomic(work / META_FILE, meta)  # complete: what follows only tidies
     _tidy(work)
     return stats
