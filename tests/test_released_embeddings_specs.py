@@ -36,7 +36,7 @@ GOOD = {
     "license": "l",
     "citation": "c",
 }
-GOOD_PART = {"url": "https://example.org/a.bin", "path": "embeddings/fake/a.bin"}
+GOOD_PART = {"url": "https://example.org/a.bin", "path": "embeddings/fake/a.bin", "compression": "tar.gz"}
 
 
 def _toml_value(value) -> str:
@@ -65,10 +65,11 @@ def _write(folder: Path, top: dict, parts: list[dict], name: str = "fake-release
 
 def test_a_good_spec_reads_into_the_record(tmp_path):
     parts = [
-        {**GOOD_PART, "md5": "0" * 32, "size": 12, "compression": "tar.gz", "members": ["d/index", "d/docid"]},
+        {**GOOD_PART, "md5": "0" * 32, "size": 12, "compression": "tar", "members": ["d/index", "d/docid"]},
         {"url": "https://example.org/b.bin", "path": "embeddings/fake/b.bin", "sha256": "a" * 64},
     ]
-    spec = read_embeddings_spec(_write(tmp_path, {**GOOD, "dtype": "float16", "id_prefix": "wiki:", "reproduces": "r"}, parts))
+    top = {**GOOD, "format": "contriever-pickle", "dtype": "float16", "id_prefix": "wiki:", "reproduces": "r"}
+    spec = read_embeddings_spec(_write(tmp_path, top, parts))
     assert (spec.name, spec.rows, spec.dim, spec.dtype, spec.id_prefix, spec.reproduces) == ("fake-release", 10, 4, "float16", "wiki:", "r")
     assert spec.parts[0].members == ("d/index", "d/docid") and spec.parts[0].md5 == "0" * 32
     assert spec.parts[1].sha256 == "a" * 64 and spec.parts[1].compression is None
@@ -77,6 +78,8 @@ def test_a_good_spec_reads_into_the_record(tmp_path):
     with_sizes = read_embeddings_spec(_write(tmp_path, GOOD, [{**GOOD_PART, "size": 100}]))
     assert disk_needed(with_sizes) == 100 + 10 * 4 * 4
     assert disk_needed(read_embeddings_spec(_write(tmp_path, {**GOOD, "disk": 7}, [GOOD_PART]))) == 7
+    files = [{"url": GOOD_PART["url"], "path": f"embeddings/fake/d/{name}"} for name in ("index", "docid")]
+    assert [p.path for p in read_embeddings_spec(_write(tmp_path, GOOD, files)).parts] == [f["path"] for f in files]
 
 
 BAD_TOP = [
@@ -93,6 +96,7 @@ BAD_TOP = [
     ({"id_prefix": "wiki: "}, "'id_prefix' must not contain white space"),
     ({"reproduces": 1}, "'reproduces' must be str"),
     ({"colour": "red"}, "unknown key 'colour'"),
+    ({"dtype": "float16"}, "'dtype' must be float32 for format 'faiss-flat'"),
     ({"license": None}, "missing key 'license'"),
 ]
 
@@ -115,12 +119,27 @@ BAD_PART = [
     ({"md5": "z" * 32}, "parts[0].'md5' must be 32 lowercase hex digits"),
     ({"size": 0}, "parts[0].'size' must be positive"),
     ({"compression": "zip"}, "parts[0].'compression' must be one of tar.gz, tar"),
-    ({"members": ["index"]}, "parts[0].'members' is only for an archive"),
+    ({"members": ["index"], "compression": None}, "parts[0].'members' is only for an archive"),
+    ({"compression": None}, "'parts' of format 'faiss-flat' must be one archive"),
     ({"compression": "tar", "members": ["../index"]}, "parts[0].'members' must be relative names"),
     ({"compression": "tar", "members": ["a", "a"]}, "parts[0].'members' names a file twice"),
     ({"checksum": "x"}, "unknown key parts[0].'checksum'"),
     ({"url": None}, "missing key parts[0].'url'"),
 ]
+
+
+@pytest.mark.parametrize(("layout", "compression", "message"), [
+    ("dpr-pickle", "tar.gz", "'parts[0].compression' 'tar.gz' is not read by format 'dpr-pickle': it must be left out"),
+    ("art-pickle", "tar", "is not read by format 'art-pickle'"),
+    ("wiki-dpr", "tar", "is not read by format 'wiki-dpr'"),
+    ("contriever-pickle", "tar.gz", "'parts[0].compression' 'tar.gz' is not read by format 'contriever-pickle': it must be one of tar"),
+])
+def test_an_archive_the_formats_reader_cannot_open_is_refused(tmp_path, layout, compression, message):
+    path = _write(tmp_path, {**GOOD, "format": layout}, [{**GOOD_PART, "compression": compression}])
+    with pytest.raises(InputFileError) as caught:
+        read_embeddings_spec(path)
+    text = str(caught.value)
+    assert str(path) in text and message in text and "\n" not in text
 
 
 @pytest.mark.parametrize(("change", "message"), BAD_PART)

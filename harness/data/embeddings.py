@@ -89,6 +89,31 @@ def _part(fields: _Fields) -> EmbeddingsPart:
     )
 
 
+#: The archive kinds each format's reader opens (a part of another format is read as it is).
+_FORMAT_COMPRESSIONS = {"faiss-flat": PART_COMPRESSIONS, "contriever-pickle": ("tar",)}
+
+
+def _check_layout(fields: _Fields, layout: str, dtype: str, parts: list[EmbeddingsPart]) -> None:
+    """What the format's reader can read: the archives it opens, and a faiss flat index's float32
+    vectors in one archive (pyserini's) or as its two files ``index`` and ``docid``."""
+    allowed = _FORMAT_COMPRESSIONS.get(layout, ())
+    for index, part in enumerate(parts):
+        if part.compression is not None and part.compression not in allowed:
+            what = f"one of {', '.join(allowed)}" if allowed else "left out (its parts are read as they are)"
+            fields.fail(f"'parts[{index}].compression' {part.compression!r} is not read by format {layout!r}: "
+                        f"it must be {what}")
+    if layout != "faiss-flat":
+        return
+    if dtype != "float32":
+        fields.fail(f"'dtype' must be float32 for format 'faiss-flat' (a faiss flat index stores float32), got {dtype!r}")
+    names = sorted(part.path.rsplit("/", 1)[-1] for part in parts)
+    one_archive = len(parts) == 1 and parts[0].compression is not None
+    two_files = names == ["docid", "index"] and all(part.compression is None for part in parts)
+    if not (one_archive or two_files):
+        fields.fail("'parts' of format 'faiss-flat' must be one archive (compression = \"tar.gz\" or \"tar\", as "
+                    "pyserini ships it) or two files whose paths end in /index and /docid")
+
+
 def read_embeddings_spec(path: str | Path) -> ReleasedEmbeddings:
     """The :class:`ReleasedEmbeddings` of an ``embeddings/NAME.toml`` spec; a problem is one
     :class:`InputFileError` naming the file and the key."""
@@ -117,17 +142,20 @@ def read_embeddings_spec(path: str | Path) -> ReleasedEmbeddings:
     id_prefix = fields.get("id_prefix", str, required=False, default="")
     if any(c.isspace() for c in id_prefix):
         fields.fail(f"'id_prefix' must not contain white space, got {id_prefix!r}")
+    layout = fields.choice("format", EMBEDDING_FORMATS)
+    dtype = fields.choice("dtype", EMBEDDING_DTYPES, required=False) or "float32"
+    _check_layout(fields, layout, dtype, parts)
     return ReleasedEmbeddings(
         **common,
         corpus=fields.data["corpus"],
         encoder=fields.data["encoder"],
-        format=fields.choice("format", EMBEDDING_FORMATS),
+        format=layout,
         parts=tuple(parts),
         rows=_positive(fields, "rows", required=True),
         dim=_positive(fields, "dim", required=True),
         id_prefix=id_prefix,
         disk=_positive(fields, "disk", required=False),
-        dtype=fields.choice("dtype", EMBEDDING_DTYPES, required=False) or "float32",
+        dtype=dtype,
         version=fields.get("version", str, required=False, default=""),
         reproduces=fields.get("reproduces", str, required=False, default=""),
         source=str(path),
