@@ -25,6 +25,10 @@ QUESTIONS = (
 )
 
 
+#: The JSON shape each format's engine reads (its ``JsonLayout.shape``).
+SHAPE = {"dpr-json": "list", "pyserini-json": "object"}
+
+
 def read_both(path, questions=QUESTIONS, fmt=None, monkeypatch=None):
     """The run read by the fast path and by the general reader (fast path switched off)."""
     fast = read_run(path, questions, format=fmt)
@@ -85,7 +89,7 @@ def test_fast_path_reads_what_the_general_reader_reads(tmp_path, monkeypatch, fm
 def test_a_pyserini_text_without_a_newline_is_refused_by_both(tmp_path, text):
     path = tmp_path / "run.json"
     path.write_text('{"0": {"contexts": [{"docid": "1", "score": 1, "text": "a\\nb"}, {"docid": "2", "score": 0, "text": ' + text + "}]}}")
-    assert read_columns(path, "pyserini-json") is None
+    assert read_columns(path, "object") is None
     with pytest.raises(InputFileError, match="'text' has no newline"):
         read_run(path, QUESTIONS)
 
@@ -112,7 +116,7 @@ def test_a_pyserini_text_without_a_newline_is_refused_by_both(tmp_path, text):
 def test_what_the_fast_path_does_not_take_goes_to_the_general_reader(tmp_path, content):
     path = tmp_path / "run.json"
     path.write_text(content)
-    assert read_columns(path, "pyserini-json") is None
+    assert read_columns(path, "object") is None
 
 
 def test_check_columns_words_failures_as_check_ranking():
@@ -201,7 +205,7 @@ def test_two_processes_give_the_one_piece_ranks(tmp_path, small_split, fmt, inde
     path = tmp_path / "run.json"
     _write(path, suite, fmt, indent=indent, ids=ids)
     ranks, run = _one_piece(path, suite, fmt)
-    found = score_json_split(path, suite.questions, fmt, mode="string", allow_index=True)
+    found = score_json_split(path, suite.questions, SHAPE[fmt], mode="string", allow_index=True)
     assert found is not None
     assert found.ranks == ranks and any(r is not None for r in ranks) and None in ranks
     assert found.depth == max(len(hits) for hits in run.rankings.values())
@@ -218,7 +222,7 @@ def test_split_points_fall_between_top_level_members(tmp_path):
             path = tmp_path / f"{fmt}{indent}.json"
             _write(path, suite, fmt, indent=indent)
             data = path.read_bytes()
-            end, start = split_point(data, fmt)
+            end, start = split_point(data, SHAPE[fmt])
             close, opening = (b"]", b"[") if fmt == "dpr-json" else (b"}", b"{")
             first, second = json.loads(data[:end] + close), json.loads(opening + data[start:])
             whole = json.loads(data)
@@ -226,11 +230,11 @@ def test_split_points_fall_between_top_level_members(tmp_path):
             assert len(first) and len(second)
         compact = tmp_path / "compact.json"
         _write(compact, suite, fmt, indent=None)
-        assert split_point(compact.read_bytes(), fmt) is None
+        assert split_point(compact.read_bytes(), SHAPE[fmt]) is None
     # Without indentation every level starts a line alike: a cut inside a member is refused.
     flat = tmp_path / "flat.json"
     _write(flat, suite, "pyserini-json", indent=0)
-    end, start = split_point(flat.read_bytes(), "pyserini-json")
+    end, start = split_point(flat.read_bytes(), "object")
     with pytest.raises(json.JSONDecodeError):
         json.loads(flat.read_bytes()[:end] + b"}")
     assert split_module._half(flat.read_bytes(), "pyserini-json", (end, start), second=False) is None
@@ -246,7 +250,7 @@ def test_the_two_process_path_steps_aside_where_it_cannot_be_exact(tmp_path, sma
     text = json.dumps(dup, indent=4)
     text = text.replace('"q19": {', '"q0": {')
     path.write_text(text)
-    assert score_json_split(path, suite.questions, "pyserini-json", mode="string", allow_index=True) is None
+    assert score_json_split(path, suite.questions, "object", mode="string", allow_index=True) is None
     # A missing text, a ranking out of order: decided by the one-piece path.
     for breaking in ("text", "order"):
         broken = json.loads(json.dumps(content))
@@ -256,13 +260,13 @@ def test_the_two_process_path_steps_aside_where_it_cannot_be_exact(tmp_path, sma
         else:
             ctx[0]["score"], ctx[1]["score"] = ctx[1]["score"], ctx[0]["score"]
         path.write_text(json.dumps(broken, indent=4))
-        assert score_json_split(path, suite.questions, "pyserini-json", mode="string", allow_index=True) is None
+        assert score_json_split(path, suite.questions, "object", mode="string", allow_index=True) is None
     # Alignment errors are the one-piece reader's, word for word.
     wrong = json.loads(json.dumps(content))
     wrong["q15"]["question"] = "something else"
     path.write_text(json.dumps(wrong, indent=4))
     with pytest.raises(InputFileError) as split_error:
-        score_json_split(path, suite.questions, "pyserini-json", mode="string", allow_index=True)
+        score_json_split(path, suite.questions, "object", mode="string", allow_index=True)
     with pytest.raises(InputFileError) as whole_error:
         read_run(path, suite, format="pyserini-json")
     assert str(split_error.value) == str(whole_error.value)

@@ -74,9 +74,10 @@ class RunFormatSpec:
 
     ``compressed``: whether a gzip file or ``.tar.gz`` member in this format is read (decompressed
     as it streams); ``sniff_compressed``: whether a compressed file recognised as this format is
-    read without naming the format. ``whole``/``split`` are the core's faster engines for its own
-    formats (a plain file read at once, a large JSON file scored in two halves); a plugin's format
-    leaves them unset and is read with ``entries``. ``question_suffix``: what the writing tool
+    read without naming the format. ``whole(path, questions, allow_index)`` and ``split(path,
+    questions, mode=, allow_index=, name=)`` are the core's faster engines for its own formats (a
+    plain file read at once into a run; a large JSON file scored in two halves, or None); a
+    plugin's format leaves them unset and is read with ``entries``. ``question_suffix``: what the writing tool
     appends to a question that lacks it (Rankify: ``"?"``); a file's question then matches the
     suite's with or without it.
     """
@@ -91,7 +92,7 @@ class RunFormatSpec:
     compressed: bool = True
     sniff_compressed: bool = True
     whole: Callable[..., Any] | None = None
-    split: bool = False
+    split: Callable[..., Any] | None = None
     question_suffix: str = ""
     homepage: str = ""
 

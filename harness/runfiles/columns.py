@@ -87,8 +87,8 @@ if msgspec is not None:
         answers: Any = None
 
     _DECODERS = {
-        "pyserini-json": msgspec.json.Decoder(dict[str, _PyseriniRecord]),
-        "dpr-json": msgspec.json.Decoder(list[_DprRecord]),
+        "object": msgspec.json.Decoder(dict[str, _PyseriniRecord]),
+        "list": msgspec.json.Decoder(list[_DprRecord]),
     }
 
 
@@ -162,24 +162,25 @@ def map_file(path: Path) -> memoryview | None:
     return view[3:] if view[:3] == b"\xef\xbb\xbf" else view
 
 
-def read_columns(path: Path, fmt: str) -> list[Decoded] | None:
-    """The records of a ``dpr-json`` or ``pyserini-json`` run in file order (DPR's qids are the
-    item positions), or None where the general reader must read the file (see the module notes)."""
-    if msgspec is None or fmt not in _DECODERS:
+def read_columns(path: Path, shape: str) -> list[Decoded] | None:
+    """The records of a run of DPR's list (``shape="list"``: ``dpr-json``) or pyserini's object
+    (``"object"``: ``pyserini-json``) in file order (DPR's qids are the item positions), or None
+    where the general reader must read the file (see the module notes)."""
+    if msgspec is None or shape not in _DECODERS:
         return None
     view = map_file(path)
-    return None if view is None else decode_columns(view, fmt)
+    return None if view is None else decode_columns(view, shape)
 
 
-def decode_columns(data: Any, fmt: str) -> list[Decoded] | None:
+def decode_columns(data: Any, shape: str) -> list[Decoded] | None:
     """:func:`read_columns` of JSON bytes."""
-    if msgspec is None or fmt not in _DECODERS:
+    if msgspec is None or shape not in _DECODERS:
         return None
     try:
-        decoded = _DECODERS[fmt].decode(data)
+        decoded = _DECODERS[shape].decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    pyserini = fmt == "pyserini-json"
+    pyserini = shape == "object"
     items = decoded.items() if pyserini else ((str(i), record) for i, record in enumerate(decoded))
     out = []
     for qid, record in items:

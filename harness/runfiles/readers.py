@@ -75,19 +75,19 @@ class Entry:
     columns: Columns | None = None
 
 
-def _fast_entries(path: Path, fmt: str) -> list[Entry] | None:
-    decoded = read_columns(path, fmt)
+def _fast_entries(path: Path, shape: str) -> list[Entry] | None:
+    decoded = read_columns(path, shape)
     if decoded is None:
         return None
     if not decoded:
         raise InputFileError(path, "no questions")
-    return _decoded_entries(decoded, fmt)
+    return _decoded_entries(decoded, shape)
 
 
-def _decoded_entries(decoded: Sequence[Decoded], fmt: str, first: int = 0) -> list[Entry]:
+def _decoded_entries(decoded: Sequence[Decoded], shape: str, first: int = 0) -> list[Entry]:
     """Entries of records the fast path decoded; ``first`` is the position of the first record
     (DPR's qids are positions)."""
-    if fmt == "dpr-json":
+    if shape == "list":
         return [
             Entry(qid=str(first + i), where=f"item {first + i}: ", question=d.question, answers=d.answers, columns=d.columns)
             for i, d in enumerate(decoded)
@@ -245,7 +245,7 @@ def _required(ctx: Mapping, key: str, path: Path, where: str) -> Any:
 
 
 def read_dpr_json(path: Path) -> list[Entry]:
-    fast = _fast_entries(path, "dpr-json")
+    fast = _fast_entries(path, "list")
     if fast is not None:
         return fast
     data = _load_json(path)
@@ -301,7 +301,7 @@ def _split_pyserini_text(raw: str, path: Path, where: str) -> tuple[str, str]:
 
 
 def read_pyserini_json(path: Path) -> list[Entry]:
-    fast = _fast_entries(path, "pyserini-json")
+    fast = _fast_entries(path, "object")
     if fast is not None:
         return fast
     data = _load_json(path)
@@ -366,10 +366,11 @@ def _normalized_question(text: str) -> str:
     return text.replace("\u2019", "'")
 
 
-def _targets(entries: list[Entry], questions: Sequence[Question], path: Path, fmt: str, allow_index: bool) -> list[int]:
-    """The suite question each entry answers, by position (see the module notes)."""
+def _targets(entries: list[Entry], questions: Sequence[Question], path: Path, positional: bool, allow_index: bool) -> list[int]:
+    """The suite question each entry answers, by position (see the module notes); ``positional``:
+    entry *i* answers question *i* (DPR's list)."""
     n = len(questions)
-    if fmt == "dpr-json":
+    if positional:
         if len(entries) > n:
             raise InputFileError(path, f"run has {len(entries)} questions but the suite has {n} (DPR results are positional)")
         targets = list(range(len(entries)))
@@ -400,16 +401,20 @@ def _targets(entries: list[Entry], questions: Sequence[Question], path: Path, fm
     return targets
 
 
-def _align(
+def align(
     entries: list[Entry],
     questions: Sequence[Question],
     path: Path,
-    fmt: str,
+    name: str | None,
     allow_index: bool,
+    *,
+    shape: str | None = None,
     targets: list[int] | None = None,
 ) -> Run:
+    """The run of ``entries`` (of format ``name``) on ``questions``; ``shape``: ``"list"`` (DPR's
+    positional items), ``"object"`` (pyserini's members, texts ``title\\ntext``) or None (TREC)."""
     if targets is None:
-        targets = _targets(entries, questions, path, fmt, allow_index)
+        targets = _targets(entries, questions, path, shape == "list", allow_index)
     rankings: dict[str, tuple[RunHit, ...]] = {q.id: () for q in questions}
     seen: dict[int, Entry] = {}
     mismatched: list[str] = []
@@ -439,8 +444,8 @@ def _align(
             rankings[question.id] = tuple(hit for _rank, _order, hit in entry.hits)
     missing = tuple(q.id for i, q in enumerate(questions) if i not in seen)
     if columnar:
-        rankings = ColumnarRankings(rankings, pyserini=fmt == "pyserini-json", hit_type=RunHit)
-    return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=fmt, source=str(path))
+        rankings = ColumnarRankings(rankings, pyserini=shape == "object", hit_type=RunHit)
+    return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=name, source=str(path))
 
 
 def read_run(
@@ -483,7 +488,7 @@ def read_run(
     spec = run_format(format or detect_format(path, compression, member))
     with _gc_paused():
         if reading_strategy(spec, path, compression) == "whole":
-            return _align(spec.whole(path), questions, path, spec.name, allow_index)
+            return spec.whole(path, questions, allow_index)
         from harness.runfiles.stream import read_streamed, source_name
 
         found, missing, mismatched = read_streamed(

@@ -191,10 +191,9 @@ def _score_streamed(run_file: Path, suite: Suite, spec, compression: str | None,
 
 
 def _score_split(run_file: Path, suite: Suite, spec):
-    """:func:`harness.runfiles.split.score_json_split` for a large JSON run, else None."""
-    from harness.runfiles.split import score_json_split
-
-    return score_json_split(run_file, suite.questions, spec.name, mode=suite.match, allow_index=len(suite.parts) == 1)
+    """The format's split scorer (:func:`harness.runfiles.split.score_json_split`) for a large run,
+    else None."""
+    return spec.split(run_file, suite.questions, mode=suite.match, allow_index=len(suite.parts) == 1, name=spec.name)
 
 
 def rerank_run(run: Run, suite: Suite, reranker, depth: int, context, *, name: str) -> Run:

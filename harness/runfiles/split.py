@@ -34,7 +34,7 @@ from harness.api import MatchMode, Question
 from harness.errors import HarnessError
 from harness.runfiles.columns import ColumnarRankings, Decoded, decode_columns, map_file
 from harness.runfiles.model import Run, RunHit
-from harness.runfiles.readers import _align, _decoded_entries, _gc_paused, _targets
+from harness.runfiles.readers import _decoded_entries, _gc_paused, _targets, align
 from harness.scoring.rankings import check_columns
 
 #: Files smaller than this are read in one piece.
@@ -54,18 +54,18 @@ class SplitScore(NamedTuple):
     sha256: str
 
 
-def split_point(data: Any, fmt: str, at: float = 0.5) -> tuple[int, int] | None:
+def split_point(data: Any, shape: str, at: float = 0.5) -> tuple[int, int] | None:
     """``(end, start)`` such that ``data[:end]`` holds the first members (without the separating
     comma) and ``data[start:]`` the rest, cut at the first member boundary after the fraction
     ``at`` of the bytes; None where no cut is found."""
     opening = _OPEN.match(data)
-    if opening is None or opening.group(1) != (b"[" if fmt == "dpr-json" else b"{"):
+    if opening is None or opening.group(1) != (b"[" if shape == "list" else b"{"):
         return None
     space = opening.group(2)
     if b"\n" not in space:
         return None
     indent = space[space.rindex(b"\n") + 1 :]
-    first = b"{" if fmt == "dpr-json" else b'"'
+    first = b"{" if shape == "list" else b'"'
     cut = re.compile(rb",[ \t\r]*\n" + re.escape(indent) + re.escape(first))
     found = cut.search(data, int(len(data) * at))
     if found is None:
@@ -73,18 +73,18 @@ def split_point(data: Any, fmt: str, at: float = 0.5) -> tuple[int, int] | None:
     return found.start(), found.end() - 1
 
 
-def _half(data: Any, fmt: str, cut: tuple[int, int], second: bool) -> list[Decoded] | None:
+def _half(data: Any, shape: str, cut: tuple[int, int], second: bool) -> list[Decoded] | None:
     opening = _OPEN.match(data).group(1)  # type: ignore[union-attr]
     if second:
         piece = b"".join((opening, data[cut[1] :]))
     else:
         piece = b"".join((data[: cut[0]], _CLOSE[opening]))
-    decoded = decode_columns(piece, fmt)
+    decoded = decode_columns(piece, shape)
     return decoded or None
 
 
 def _rank(
-    decoded: Sequence[Decoded], targets: Sequence[int], questions: Sequence[Question], fmt: str, mode: MatchMode, source: str
+    decoded: Sequence[Decoded], targets: Sequence[int], questions: Sequence[Question], shape: str, mode: MatchMode, source: str
 ) -> tuple[dict[int, int | None], int] | None:
     """First-hit ranks of one half's questions by suite position, and its deepest ranking; None
     where the one-piece path must decide (a missing text, a ranking that fails its checks)."""
@@ -103,7 +103,7 @@ def _rank(
             return None
         rankings[question.id] = columns
         chosen.append(question)
-    run = Run(rankings=ColumnarRankings(rankings, pyserini=fmt == "pyserini-json", hit_type=RunHit), source=source)
+    run = Run(rankings=ColumnarRankings(rankings, pyserini=shape == "object", hit_type=RunHit), source=source)
     ranks = _first_hit_ranks_for_run(run, chosen, mode=mode, corpus=None, processes=1)
     depth = max((len(record.columns.ids) for record in decoded), default=0)
     return dict(zip(targets, ranks)), depth
@@ -117,19 +117,22 @@ def _digest(data: Any) -> str:
 
 
 def score_json_split(
-    path: str | Path, questions: Sequence[Question], fmt: str, *, mode: MatchMode, allow_index: bool
+    path: str | Path, questions: Sequence[Question], shape: str, *, mode: MatchMode, allow_index: bool,
+    name: str | None = None,
 ) -> SplitScore | None:
     """Align, check and score a large ``dpr-json`` or ``pyserini-json`` run in two processes
     (see the module notes), or None where it must be read in one piece."""
     path = Path(path)
-    if fmt not in ("dpr-json", "pyserini-json") or "fork" not in multiprocessing.get_all_start_methods():
+    if shape not in ("list", "object"):
+        raise ValueError(f"shape must be 'list' or 'object', got {shape!r}")
+    if "fork" not in multiprocessing.get_all_start_methods():
         return None
     if (os.cpu_count() or 1) < 2:
         return None
     data = map_file(path)
     if data is None or len(data) < SPLIT_BYTES:
         return None
-    cut = split_point(data, fmt)
+    cut = split_point(data, shape)
     if cut is None:
         return None
     questions = tuple(questions)
@@ -141,7 +144,7 @@ def score_json_split(
             code = 0
             try:
                 receive.close()
-                _second_half(send, data, fmt, cut, questions, mode, source)
+                _second_half(send, data, shape, cut, questions, mode, source)
             except BaseException:
                 code = 1
             finally:
@@ -152,7 +155,7 @@ def score_json_split(
         try:
             with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
                 digest = pool.submit(_digest, whole)
-                found = _first_half(receive, data, fmt, cut, questions, mode, source, path, allow_index)
+                found = _first_half(receive, data, shape, cut, questions, mode, source, path, allow_index, name)
                 sha256 = digest.result()
         finally:
             receive.close()
@@ -163,34 +166,34 @@ def score_json_split(
     return SplitScore(run, ranks, depth, sha256)
 
 
-def _second_half(conn, data, fmt, cut, questions, mode, source) -> None:
-    decoded = _half(data, fmt, cut, second=True)
+def _second_half(conn, data, shape, cut, questions, mode, source) -> None:
+    decoded = _half(data, shape, cut, second=True)
     conn.send(None if decoded is None else [(d.qid, d.question, d.answers) for d in decoded])
     if decoded is None:
         return
     targets = conn.recv()
     if targets is not None:
-        conn.send(_rank(decoded, targets, questions, fmt, mode, source))
+        conn.send(_rank(decoded, targets, questions, shape, mode, source))
     conn.close()
 
 
-def _first_half(conn, data, fmt, cut, questions, mode, source, path, allow_index):
-    mine = _half(data, fmt, cut, second=False)
+def _first_half(conn, data, shape, cut, questions, mode, source, path, allow_index, name):
+    mine = _half(data, shape, cut, second=False)
     try:
         theirs = conn.recv()
     except EOFError:
         return None
     if mine is None or theirs is None:
         return None
-    if fmt == "pyserini-json" and not {d.qid for d in mine}.isdisjoint(qid for qid, _q, _a in theirs):
+    if shape == "object" and not {d.qid for d in mine}.isdisjoint(qid for qid, _q, _a in theirs):
         return None  # a qid in both halves: the one-piece reader keeps the last
     # Alignment reads only ids, questions and answers: entries without their rankings.
     meta = [(d.qid, d.question, d.answers) for d in mine] + theirs
-    entries = _decoded_entries([Decoded(qid, None, question, answers) for qid, question, answers in meta], fmt)  # type: ignore[arg-type]
-    targets = _targets(entries, questions, path, fmt, allow_index)
-    run = _align(entries, questions, path, fmt, allow_index, targets=targets)
+    entries = _decoded_entries([Decoded(qid, None, question, answers) for qid, question, answers in meta], shape)  # type: ignore[arg-type]
+    targets = _targets(entries, questions, path, shape == "list", allow_index)
+    run = align(entries, questions, path, name, allow_index, shape=shape, targets=targets)
     conn.send(targets[len(mine) :])
-    ours = _rank(mine, targets[: len(mine)], questions, fmt, mode, source)
+    ours = _rank(mine, targets[: len(mine)], questions, shape, mode, source)
     try:
         other = conn.recv()
     except EOFError:

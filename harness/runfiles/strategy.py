@@ -28,7 +28,7 @@ def reading_strategy(spec: RunFormatSpec, path: str | Path, compression: str | N
         if not spec.compressed:
             raise InputFileError(path, f"a compressed {spec.name} run is not supported: decompress it first")
         return "stream"
-    if scoring and spec.split:
+    if scoring and spec.split is not None:
         return "split"
     if spec.whole is not None:
         return "whole"

@@ -10,10 +10,19 @@ decoded whole (a large one scored in two halves); a compressed one is streamed.
 from __future__ import annotations
 
 from harness.api import RunFormatSpec
-from harness.runfiles.readers import read_dpr_json
+from harness.runfiles.readers import align, read_dpr_json
+from harness.runfiles import split as split_engine
 from harness.runfiles.stream import JsonLayout, iter_entries
 
 LAYOUT = JsonLayout("list", 'expected a JSON list of {"question", "answers", "ctxs"} objects (dpr-json)', ("ctxs",))
+
+
+def read_whole(path, questions, allow_index):
+    return align(read_dpr_json(path), questions, path, SPEC.name, allow_index, shape=LAYOUT.shape)
+
+
+def split(path, questions, **options):
+    return split_engine.score_json_split(path, questions, LAYOUT.shape, **options)
 
 
 def entries(body, name, chunk):
@@ -28,7 +37,7 @@ SPEC = RunFormatSpec(
     match="items",
     sniff=lambda head, reopen: head[0] == "[",
     sniff_order=900,
-    whole=read_dpr_json,
-    split=True,
+    whole=read_whole,
+    split=split,
     homepage="https://github.com/facebookresearch/DPR",
 )

@@ -10,12 +10,21 @@ is an error). Read like ``dpr-json``: mapped whole, split when large, streamed w
 from __future__ import annotations
 
 from harness.api import RunFormatSpec
-from harness.runfiles.readers import read_pyserini_json
+from harness.runfiles.readers import align, read_pyserini_json
+from harness.runfiles import split as split_engine
 from harness.runfiles.stream import JsonLayout, iter_entries
 
 LAYOUT = JsonLayout(
     "object", 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)', ("contexts",), ids=("docid",)
 )
+
+
+def read_whole(path, questions, allow_index):
+    return align(read_pyserini_json(path), questions, path, SPEC.name, allow_index, shape=LAYOUT.shape)
+
+
+def split(path, questions, **options):
+    return split_engine.score_json_split(path, questions, LAYOUT.shape, **options)
 
 
 def entries(body, name, chunk):
@@ -30,7 +39,7 @@ SPEC = RunFormatSpec(
     match="items",
     sniff=lambda head, reopen: head[0] == "{",
     sniff_order=900,
-    whole=read_pyserini_json,
-    split=True,
+    whole=read_whole,
+    split=split,
     homepage="https://github.com/castorini/pyserini",
 )

@@ -15,7 +15,7 @@ from typing import IO
 
 from harness.api import RunEntry, RunFormatSpec
 from harness.errors import InputFileError
-from harness.runfiles.readers import Entry, RunHit, bare_id, open_text, parse_score, short
+from harness.runfiles.readers import Entry, RunHit, align, bare_id, open_text, parse_score, short
 
 
 def _parse(lines: Iterable[str], path: str | Path) -> list[Entry]:
@@ -52,8 +52,9 @@ def _parse(lines: Iterable[str], path: str | Path) -> list[Entry]:
     return list(entries.values())
 
 
-def read_whole(path: Path) -> list[Entry]:
-    return _parse(open_text(path).split("\n"), path)  # not splitlines(): \x0c etc. are not line ends
+def read_whole(path: Path, questions, allow_index: bool):
+    entries = _parse(open_text(path).split("\n"), path)  # not splitlines(): \x0c etc. are not line ends
+    return align(entries, questions, path, SPEC.name, allow_index)
 
 
 def entries(body: IO[bytes], name: str, chunk: int) -> Iterator[RunEntry]:
