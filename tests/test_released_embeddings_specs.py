@@ -459,6 +459,13 @@ def test_mss_fetches_and_converts_its_megatron_checkpoint_as_art_does(dense_plug
     assert (tmp_path / "cache" / "checkpoints" / "art" / "mss" / "query_encoder").is_dir()
 
 
+def test_data_verify_names_the_parts_of_a_release_not_fetched(capsys, site):
+    code, out, _ = _cli(capsys, "data", "verify", "user-release", "--no-progress")
+    assert code == 0 and "0 file(s) ok, 0 bad" in out
+    assert out.count("is not fetched (harness data fetch user-release)") == 3
+    assert all(len(line) < 300 for line in out.splitlines())
+
+
 def test_data_verify_rehashes_a_releases_parts_against_sha256_and_md5(capsys, site):
     server, tmp_path = site
     assert _cli(capsys, "data", "fetch", "user-release", "--no-progress")[0] == 0

@@ -171,9 +171,12 @@ def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
     for spec in _training_sets(catalog, suites):
         files[spec.file.path] = spec.file
     root, bad, checked = data_dir(), 0, 0
+    release_parts = {part.path: name for name in suites if name in releases for part in releases[name].parts}
     for rel, file in sorted(files.items()):
         path = root / rel
         if not path.exists():
+            if rel in release_parts:  # asked for by name: say that it is not there
+                click.echo(f"---  {path} is not fetched (harness data fetch {release_parts[rel]})")
             continue
         recorded = None if file.sha256 else recorded_sha256(path)
         try:  # with no pinned checksum, verify compares with the digest recorded at the first download
