@@ -277,3 +277,73 @@ def test_two_users_importing_one_release_get_one_configuration_identity(world, r
         assert params["embeddings"]["name"] == spec.name and len(params["embeddings"]["digest"]) == 64
         seen.append(params)
     assert seen[0] == seen[1]
+
+
+# --- interrupted and concurrent imports -----------------------------------------------------------
+
+
+def test_an_import_another_process_finished_while_this_one_waited_is_used_not_redone(world, tmp_path, monkeypatch):
+    from harness_builtins.dense.released import importer
+
+    spec = spec_of(dim=world["dim"])
+    args = (spec, [tmp_path], world["corpus"], "identity", tmp_path / "c")
+    done = importer.import_release(*args, progress=False, reader=ArrayRelease(world["ids"], world["vectors"]),
+                                   digest="e" * 64, shard_size=300)
+    before = {p.name: p.read_bytes() for p in done.path.iterdir()}
+    real, calls = importer._open_complete, []
+
+    def not_yet(final, digest):  # the first look happens before the other process renamed its import
+        calls.append(final)
+        return None if len(calls) == 1 else real(final, digest)
+
+    class Unread(ArrayRelease):
+        def chunks(self, skip=0):
+            raise AssertionError("a complete import was read again")
+
+    monkeypatch.setattr(importer, "_open_complete", not_yet)
+    again = importer.import_release(*args, progress=False, reader=Unread(world["ids"], world["vectors"]),
+                                    digest="e" * 64, shard_size=300)
+    assert len(calls) == 2 and again.path == done.path and again.imported.rows == 0
+    assert {p.name: p.read_bytes() for p in again.path.iterdir()} == before
+    assert not list((tmp_path / "c").glob(".*.partial"))
+
+
+@pytest.mark.parametrize("stage", ["fetched, not imported", "killed mid-unpack", "unpacked, not recorded",
+                                   "imported, archive deleted"])
+def test_a_faiss_release_interrupted_at_each_stage_resumes_to_the_same_search(world, releases, tmp_path, monkeypatch, stage):
+    import shutil
+
+    import released_fixtures as rf
+    from loopback import serving
+
+    from harness.data.embeddings import fetch_embeddings
+
+    site = tmp_path / "site"
+    [archive] = rf.write_faiss_flat_tar(site / "tiny-faiss.tar.gz", world["ids"], world["vectors"])
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    with serving(site) as server:
+        spec = ReleasedEmbeddings(
+            name="tiny-faiss", description="test", corpus=CORPUS, encoder="dpr-nq", format="faiss-flat",
+            parts=(EmbeddingsPart(url=f"{server.url}/{archive.name}", path=f"released/{archive.name}",
+                                  compression="tar.gz", md5=__import__("hashlib").md5(archive.read_bytes()).hexdigest()),),
+            rows=len(world["ids"]), dim=world["dim"])
+        releases(spec)
+        [fetched] = fetch_embeddings(spec, progress=False)
+        unpacked = fetched.with_name("tiny-faiss")
+        if stage == "killed mid-unpack":
+            (unpacked.with_name("tiny-faiss.partial")).mkdir()
+            (unpacked.with_name("tiny-faiss.partial") / "index").write_bytes(b"IxFI" + b"\0" * 10)
+        if stage in ("unpacked, not recorded", "imported, archive deleted"):
+            first = retriever_for(world, embeddings=spec.name, embeddings_check=0)
+            first.index(world["corpus"], context(tmp_path))
+            if stage == "unpacked, not recorded":
+                shutil.rmtree(first.dense_index.cache.path)
+                unpacked.with_name(".tiny-faiss.unpacked.json").unlink()
+            else:
+                fetched.unlink()  # its checksum is pinned: the import is reused without it
+        retriever = retriever_for(world, embeddings=spec.name, embeddings_check=0)
+        retriever.index(world["corpus"], context(tmp_path))
+    assert_same_rankings(retriever.search(world["questions"], K, context(tmp_path)),
+                         brute_force(world, retriever, world["ids"], world["vectors"]))
+    assert not unpacked.with_name("tiny-faiss.partial").exists()
+    assert Path(retriever.dense_index.cache.meta["store"]["path"]) == (unpacked / "index").resolve()

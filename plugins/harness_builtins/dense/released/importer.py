@@ -249,14 +249,9 @@ def import_release(
     paths = [Path(p) for p in paths]
     digest = digest or release_digest(spec, paths)
     final = release_cache_path(cache_root, corpus, spec, digest)
-    if (final / META_FILE).is_file():
-        try:
-            cache = EmbeddingCache.open(final)
-            if cache.release and cache.release.get("digest") == digest:
-                cache.imported = ImportStats()
-                return cache
-        except (HarnessError, OSError, ValueError, KeyError, json.JSONDecodeError):
-            pass
+    done = _open_complete(final, digest)
+    if done is not None:
+        return done
     try:
         return _import_into(spec, paths, corpus, encoder_identity, final, digest, reader, shard_size, progress)
     except OSError as exc:  # a read-only or full cache folder: one line, not a traceback
@@ -267,12 +262,16 @@ def import_release(
 
 def _import_into(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, encoder_identity: str, final: Path,
                  digest: str, reader: Any, shard_size: int, progress: bool) -> EmbeddingCache:
-    if final.exists():
-        shutil.rmtree(final)  # damaged, partly deleted, or its in-place store changed: imported afresh
     work = final.with_name(f".{final.name}.partial")
     work.mkdir(parents=True, exist_ok=True)
     with _locked(work):
+        finished = _open_complete(final, digest)  # by another process while this one waited for the lock
+        if finished is not None:
+            shutil.rmtree(work, ignore_errors=True)
+            return finished
         if _complete(work, digest):  # written whole, killed before the rename
+            if final.exists():
+                shutil.rmtree(final)
             _tidy(work)
             os.replace(work, final)
             cache = EmbeddingCache.open(final)
@@ -284,10 +283,25 @@ def _import_into(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, en
             reader = open_release(spec.format, readable_paths(spec, paths), dim=spec.dim)
         stats = _import(spec, paths, corpus, encoder_identity, digest, reader, work, shard_size, progress)
         if final.exists():
-            shutil.rmtree(final)
+            shutil.rmtree(final)  # damaged, partly deleted, or its in-place store changed: replaced
         os.replace(work, final)
     cache = EmbeddingCache.open(final)
     cache.imported = stats
+    return cache
+
+
+def _open_complete(final: Path, digest: str) -> EmbeddingCache | None:
+    """The complete import at ``final`` of the release with ``digest``, or None (absent, damaged,
+    partly deleted, another release's, or its in-place store changed)."""
+    if not (final / META_FILE).is_file():
+        return None
+    try:
+        cache = EmbeddingCache.open(final)
+    except (HarnessError, OSError, ValueError, KeyError):
+        return None
+    if not cache.release or cache.release.get("digest") != digest:
+        return None
+    cache.imported = ImportStats()
     return cache
 
 
