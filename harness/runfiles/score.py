@@ -68,8 +68,9 @@ def score_file(
     cache folder.
 
     A compressed file (``compression``: ``"gzip"``, or ``"tar.gz"`` with the ``member`` to read;
-    detected from the file when None) and the ``upr-json`` and ``rankify-json`` formats are read as
-    a stream (:mod:`harness.runfiles.stream`): scored one question at a time, or, with ``rerank``,
+    detected from the file when None) and the formats without a ``whole`` reader (``upr-json``,
+    ``rankify-json``, the other tools', a plugin's) are read as a stream
+    (:func:`harness.runfiles.strategy.reading_strategy`): scored one question at a time, or, with ``rerank``,
     kept to each question's top ``max(rerank_depth, largest cutoff)`` hits. ``parameters`` are
     recorded with the retriever's (a published run's name and URL).
     """
