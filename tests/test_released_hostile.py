@@ -51,7 +51,7 @@ def _one_line(exc) -> str:
     ("./tiny-release", "not a path"),
     ("~/vectors.pkl", "not a path"),
     ("no-such-release", "-o embeddings=no-such-release: unknown released embeddings 'no-such-release'"),
-    ("other-encoder", "encoder 'contriever''s passage vectors; this retriever's passage encoder is 'dpr-nq'"),
+    ("other-encoder", "the passage vectors of encoder 'contriever'; this retriever's passage encoder is 'dpr-nq'"),
 ])
 def test_a_bad_embeddings_value_is_refused_when_the_retriever_is_built(world, registered, value, message):
     registered(spec_of(dim=world["dim"]), lambda: None)

@@ -459,7 +459,7 @@ def test_a_release_for_another_corpus_or_encoder_is_refused(world, registered, t
     registered(spec_of("other-encoder", dim=world["dim"], encoder="contriever"), lambda: None)
     with pytest.raises(HarnessError, match="for corpus 'nq-wiki'; this suite's corpus is 'tiny-wiki'"):
         retriever_for(world, embeddings="other-corpus").index(world["corpus"], context(tmp_path))
-    with pytest.raises(HarnessError, match="encoder 'contriever'.s passage vectors; this retriever's passage encoder is 'dpr-nq'"):
+    with pytest.raises(HarnessError, match="the passage vectors of encoder 'contriever'; this retriever's passage encoder is 'dpr-nq'"):
         retriever_for(world, embeddings="other-encoder").index(world["corpus"], context(tmp_path))
 
 

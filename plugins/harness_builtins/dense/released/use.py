@@ -41,8 +41,8 @@ def resolve_release(name: Any, preset: str | None, *, option: str = "-o embeddin
     except UnknownNameError as exc:  # unknown, or its spec failed to load: the registry says which
         raise HarnessError(f"{option}={name}: {exc}") from None
     if preset is None or spec.encoder != preset:
-        raise HarnessError(f"{option}={name}: released embeddings {name!r} are encoder {spec.encoder!r}'s passage "
-                           f"vectors; this retriever's passage encoder is {preset or 'not a named encoder preset'!r}: "
+        raise HarnessError(f"{option}={name}: released embeddings {name!r} are the passage vectors of encoder "
+                           f"{spec.encoder!r}; this retriever's passage encoder is {preset or 'not a named encoder preset'!r}: "
                            f"use -r {spec.encoder} (or -r adapt -o passage_encoder={spec.encoder})")
     return spec
 
