@@ -347,3 +347,18 @@ def test_a_faiss_release_interrupted_at_each_stage_resumes_to_the_same_search(wo
                          brute_force(world, retriever, world["ids"], world["vectors"]))
     assert not unpacked.with_name("tiny-faiss.partial").exists()
     assert Path(retriever.dense_index.cache.meta["store"]["path"]) == (unpacked / "index").resolve()
+
+
+def test_the_matrix_says_a_release_exists_before_encoding_a_passage_side(world, registered, tmp_path, capfd):
+    from harness.api import InMemoryCorpus, Part, Question, Suite
+    from harness_builtins.dense.matrix import MatrixModel, encoder_matrix
+
+    registered(spec_of(dim=world["dim"]), lambda: None)
+    small = InMemoryCorpus(CORPUS, list(world["corpus"])[:50])
+    questions = tuple(Question(id=f"q{i}", text=q, answers=("x",)) for i, q in enumerate(world["questions"][:3]))
+    suite = Suite(name="tiny", parts=(Part(name="all", questions=questions),), corpus=small, default_k=(1,))
+    models = {"query_model": str(world["models"].dpr_question), "passage_model": str(world["models"].dpr_ctx),
+              "device": "cpu"}
+    encoder_matrix([MatrixModel(label="dpr", encoder="dpr-nq", options=models)], suite, k=(1,), cache_dir=tmp_path,
+                   show_progress=False)
+    assert capfd.readouterr().err.count("-o embeddings=tiny-release searches them without encoding") == 1

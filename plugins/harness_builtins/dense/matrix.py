@@ -40,7 +40,8 @@ from harness_builtins.dense.embeddings import embed_corpus
 from harness_builtins.dense.encoders import DualEncoder, encoder_parameters, is_sentence_transformers_dir, sides
 from harness_builtins.dense.index import DenseIndex
 from harness_builtins.dense.presets import INDEX_OPTIONS
-from harness_builtins.dense.retriever import CACHE_SUBDIR, DenseRetriever, apply_threads, build_retriever
+from harness_builtins.dense.released.use import hint_release
+from harness_builtins.dense.retriever import CACHE_SUBDIR, DenseRetriever, _cache_complete, apply_threads, build_retriever
 
 #: Subdirectory names of a checkpoint holding separate question and passage encoders.
 PAIR_LAYOUTS: tuple[tuple[str, str], ...] = (("query_encoder", "passage_encoder"), ("question_encoder", "ctx_encoder"))
@@ -228,8 +229,11 @@ def encoder_matrix(
             if owner.embeddings:  # a release's vectors (-o embeddings=NAME), imported once
                 cache = owner.passage_cache(loaded_suite.corpus, context)
             else:
-                cache = embed_corpus(passage, loaded_suite.corpus, Path(context.cache_dir) / CACHE_SUBDIR,
-                                     shard_size=owner.shard_size, chunk_size=owner.chunk_size, progress=context.progress)
+                root = Path(context.cache_dir) / CACHE_SUBDIR
+                if owner.preset is not None and not _cache_complete(root, loaded_suite.corpus, passage):
+                    hint_release(loaded_suite.corpus, owner.preset)  # the line a run says before encoding
+                cache = embed_corpus(passage, loaded_suite.corpus, root, shard_size=owner.shard_size,
+                                     chunk_size=owner.chunk_size, progress=context.progress)
             index, index_key = DenseIndex.build(cache, owner.index_config, progress=context.progress), key
             release = owner.release  # what a release's vectors decided (None: encoded here)
             del cache  # the index holds it
