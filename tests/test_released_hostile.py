@@ -362,3 +362,18 @@ def test_the_matrix_says_a_release_exists_before_encoding_a_passage_side(world, 
     encoder_matrix([MatrixModel(label="dpr", encoder="dpr-nq", options=models)], suite, k=(1,), cache_dir=tmp_path,
                    show_progress=False)
     assert capfd.readouterr().err.count("-o embeddings=tiny-release searches them without encoding") == 1
+
+
+def test_a_bad_vector_of_a_faiss_index_names_the_index_not_the_docid(world, tmp_path):
+    import released_fixtures as rf
+
+    from harness_builtins.dense.released.importer import import_release
+
+    vectors = world["vectors"].copy()
+    vectors[100, 2] = np.nan
+    rf.write_faiss_flat(tmp_path / "release", world["ids"], vectors)
+    spec = spec_of(dim=world["dim"], fmt="faiss-flat")
+    with pytest.raises(HarnessError) as exc:
+        import_release(spec, [tmp_path / "release"], world["corpus"], "identity", tmp_path / "c", progress=False,
+                       digest="c" * 64)
+    assert _one_line(exc).startswith(f"{tmp_path / 'release' / 'index'}: the vector of id '101' (row 100) holds NaN")

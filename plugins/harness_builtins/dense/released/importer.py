@@ -378,8 +378,15 @@ def _locked(work: Path) -> Iterator[None]:
         yield
 
 
-def _where(reader: Any, paths: Sequence[Path], row: int | None = None) -> str:
-    """The file a release row comes from, for messages: the reader's own answer where it has one."""
+def _where(reader: Any, paths: Sequence[Path], row: int | None = None, *, vector: bool = False) -> str:
+    """The file a release row comes from, for messages: the reader's own answer where it has one;
+    for a ``vector``'s problem, the file holding the vectors where they lie apart from the ids (a
+    faiss ``index`` beside its ``docid``)."""
+    if vector:
+        with contextlib.suppress(Exception):
+            block = reader.contiguous()
+            if block is not None:
+                return str(block.path)
     locate = getattr(reader, "path_of", None)
     if callable(locate) and row is not None:
         with contextlib.suppress(Exception):
@@ -428,11 +435,11 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
             n = len(ids)
             vectors = np.asarray(vectors)
             if vectors.ndim != 2 or vectors.shape != (n, spec.dim):
-                raise HarnessError(f"{_where(reader, paths, row)}: a chunk of {n} ids came with vectors of shape "
+                raise HarnessError(f"{_where(reader, paths, row, vector=True)}: a chunk of {n} ids came with vectors of shape "
                                    f"{vectors.shape}, expected ({n}, {spec.dim})")
             if not np.isfinite(vectors).all():
                 bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
-                raise HarnessError(f"{_where(reader, paths, row + bad)}: the vector of id {ids[bad]!r} (row {row + bad}) "
+                raise HarnessError(f"{_where(reader, paths, row + bad, vector=True)}: the vector of id {ids[bad]!r} (row {row + bad}) "
                                    f"holds NaN or infinite values")
             corpus_rows = _map_ids(spec, ids, ids_map, reader, paths, row, first=first_chunk and row == 0)
             _claim(owner, corpus_rows, row, ids, reader, paths, ids_map)
