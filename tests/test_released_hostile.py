@@ -377,3 +377,25 @@ def test_a_bad_vector_of_a_faiss_index_names_the_index_not_the_docid(world, tmp_
         import_release(spec, [tmp_path / "release"], world["corpus"], "identity", tmp_path / "c", progress=False,
                        digest="c" * 64)
     assert _one_line(exc).startswith(f"{tmp_path / 'release' / 'index'}: the vector of id '101' (row 100) holds NaN")
+
+
+def test_a_spec_claiming_far_more_rows_than_its_files_hold_fails_at_once(world, tmp_path):
+    from harness_builtins.dense.released.importer import import_release
+
+    spec = spec_of(rows=9 * 10**18, dim=world["dim"])  # the most a TOML integer holds
+
+    class Unknown(ArrayRelease):  # a pickle's reader: its row count is known only once read
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.rows = None
+
+        def chunks(self, skip=0):
+            self.rows = len(self.ids)
+            yield from super().chunks(skip)
+            self.rows = None
+
+    with pytest.raises(HarnessError) as exc:
+        import_release(spec, [tmp_path / "wiki_passages_3"], world["corpus"], "identity", tmp_path / "c",
+                       progress=False, reader=Unknown(world["ids"], world["vectors"], path=str(tmp_path / "wiki_passages_3")),
+                       digest="f" * 64)
+    assert "2,000 vectors, the release says 9,000,000,000,000,000,000" in _one_line(exc)

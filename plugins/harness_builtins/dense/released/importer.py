@@ -417,9 +417,12 @@ def _import(spec: ReleasedEmbeddings, paths: list[Path], corpus: Corpus, identit
         done_shards = 0
     for stale in work.glob(".*.tmp"):
         stale.unlink()
-    for s in range(done_shards, shards):  # a shard renamed into place after the last progress record
-        for kind in ("ids", "emb"):
-            (work / shard_name(kind, s)).unlink(missing_ok=True)
+    # a shard renamed into place after the last progress record (the files there, not every shard
+    # number the spec's row count allows: a spec may claim far more rows than its files hold)
+    for stale in [*work.glob("ids-*.npy"), *work.glob("emb-*.npy")]:
+        number = re.fullmatch(r"(?:ids|emb)-(\d+)\.npy", stale.name)
+        if number is not None and int(number.group(1)) >= done_shards:
+            stale.unlink(missing_ok=True)
     owner = (np.load(owner_path, mmap_mode="r+") if owner_path.is_file() and done_shards
              else np.lib.format.open_memmap(owner_path, mode="w+", dtype=np.uint32, shape=(count,)))
     ids_map = IdMap(corpus)
