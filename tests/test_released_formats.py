@@ -237,6 +237,13 @@ def test_dpr_pickle_damaged_or_foreign(tmp_path, release):
     objects.write_bytes(pickle.dumps([("1", np.array([None] * DIM, dtype=object))], protocol=3))
     with pytest.raises(InputFileError, match="refused"):
         read_all(open_release("dpr-pickle", [objects], dim=DIM))
+    # TUPLE2 on an empty stack: said in the pickle's terms, not as a Python exception's name
+    underflow = tmp_path / "underflow"
+    underflow.write_bytes(b"\x80\x03\x86.")
+    with pytest.raises(InputFileError, match="fewer values on the stack than it takes") as caught:
+        read_all(open_release("dpr-pickle", [underflow], dim=DIM))
+    one_line(caught, underflow)
+    assert "IndexError" not in str(caught.value)
 
 
 # --- contriever-pickle ------------------------------------------------------------------------

@@ -42,6 +42,21 @@ INLINE_BUDGET = 256 << 20
 BLOCK = 1 << 20
 
 
+def _malformed(exc: BaseException) -> str:
+    """What a failure while walking the opcodes says of the file, in the pickle's own terms."""
+    if isinstance(exc, IndexError):
+        return "an opcode finds fewer values on the stack than it takes"
+    if isinstance(exc, KeyError):
+        return f"a memo reference to nothing stored ({exc})"
+    if isinstance(exc, MemoryError):
+        return "it asks for more memory than there is"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return "a string that is not UTF-8"
+    return f"{type(exc).__name__}: {exc}"
+
+
 class FileSpan:
     """A payload left in the file: ``length`` bytes from byte ``offset``."""
 
@@ -167,7 +182,7 @@ class PickleStream:
             raise InputFileError(self.name, "truncated or damaged: an opcode's argument runs past the end") from None
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError,
                 OverflowError, MemoryError, RecursionError) as exc:
-            raise InputFileError(self.name, f"not a pickle of the expected layout: {type(exc).__name__}: {exc}") from None
+            raise InputFileError(self.name, f"not a pickle of the expected layout: {_malformed(exc)}") from None
 
     def _walk(self) -> Iterator[list]:  # noqa: C901 - one loop over the opcodes, kept flat for speed
         f, end, lazy_bytes = self.file, self.end, self.lazy_bytes
