@@ -379,3 +379,38 @@ def test_minilm_on_the_demo_suite(dense_plugin, tmp_path):
     (cache,) = (tmp_path / "dense").iterdir()
     meta = json.loads((cache / "meta.json").read_text())
     assert meta["complete"] and meta["passages"] == result["suite"]["corpus"]["passages"] and meta["dim"] == 384
+
+
+def test_a_search_over_the_memory_maps_takes_many_questions_a_call(tiny_models, tmp_path, monkeypatch):
+    """Over :class:`MappedFlatIP` each call reads every stored row once, so the retriever asks the
+    harness for MAPPED_SEARCH_BATCH questions a call (the harness's own 256 otherwise); the
+    rankings are those of the in-RAM index, question by question."""
+    from harness.scoring.retrieval import SEARCH_BATCH, retrieve
+    from harness_builtins.dense import index as index_module
+    from harness_builtins.dense import retriever as retriever_module
+    from harness_builtins.dense.retriever import build_retriever
+
+    suite = tiny_suite()
+    questions = [Question(id=str(i), text=suite.questions[i % len(suite.questions)].text, answers=("x",))
+                 for i in range(11)]
+
+    def run(mapped: bool):
+        retriever = build_retriever("dpr-nq", query_model=str(tiny_models.dpr_question),
+                                    passage_model=str(tiny_models.dpr_ctx), shard_size=3, device="cpu")
+        if mapped:
+            monkeypatch.setattr(index_module, "FLAT_RAM_SHARE", 0.0)
+            monkeypatch.setattr(retriever_module, "MAPPED_SEARCH_BATCH", 4)
+        retriever.index(suite.corpus, context(tmp_path))
+        calls = []
+        search = retriever.search
+        monkeypatch.setattr(retriever, "search", lambda queries, k, ctx: calls.append(len(queries)) or search(queries, k, ctx))
+        rankings = retrieve(retriever, questions, 4, context(tmp_path), corpus=suite.corpus)
+        return retriever, calls, rankings
+
+    in_ram, ram_calls, ram_rankings = run(mapped=False)
+    assert in_ram.search_batch is None and ram_calls == [11] and SEARCH_BATCH >= 11
+    mapped, mapped_calls, mapped_rankings = run(mapped=True)
+    assert isinstance(mapped.dense_index.index, index_module.MappedFlatIP)
+    assert mapped.search_batch == 4 and mapped_calls == [4, 4, 3]
+    assert [[(h.passage_id, h.score) for h in r] for r in mapped_rankings] == \
+        [[(h.passage_id, h.score) for h in r] for r in ram_rankings]

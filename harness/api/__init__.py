@@ -51,6 +51,7 @@ from harness.api.runs import PublishedRun
 from harness.api.runformats import RunEntry, RunFormatSpec
 from harness.api.retrievers import (
     MAX_K,
+    BatchesSearches,
     Hit,
     PartAwareRetriever,
     Ranking,
@@ -104,6 +105,7 @@ __all__ = [
     "Encoder",
     "EncoderSpec",
     "FirstHitRanks",
+    "BatchesSearches",
     "Hit",
     "InMemoryCorpus",
     "MatchMode",

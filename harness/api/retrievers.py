@@ -69,6 +69,19 @@ class PartAwareRetriever(Retriever, Protocol):
 
 
 @runtime_checkable
+class BatchesSearches(Retriever, Protocol):
+    """A retriever that says how many questions it wants per ``search`` call. The harness reads
+    ``search_batch`` before each call (after ``index``) and hands over that many questions, or
+    :data:`harness.scoring.retrieval.SEARCH_BATCH` when it is ``None``. A search whose cost is one
+    pass over a large store whatever the number of questions (an exact scan of a memory-mapped
+    index) answers every question of a suite in as few passes as its memory allows."""
+
+    @property
+    def search_batch(self) -> int | None:
+        ...
+
+
+@runtime_checkable
 class ReportsCompute(Protocol):
     """A retriever or re-ranker that says how it computed: ``compute()`` returns a JSON object of
     facts that do not change the ranking but decide what a number cost and how it was rounded

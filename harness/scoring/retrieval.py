@@ -16,8 +16,18 @@ from harness.errors import HarnessError
 from harness.scoring.rankings import check_ranking, corpus_has
 from harness.util.progress import progress
 
-#: Queries handed to a retriever per ``search`` call (progress is reported between batches).
+#: Queries handed to a retriever per ``search`` call (progress is reported between batches), unless
+#: the retriever asks for another number (:class:`harness.api.BatchesSearches`).
 SEARCH_BATCH = 256
+
+
+def search_batch(retriever: Retriever) -> int:
+    """Questions per ``search`` call: the retriever's ``search_batch`` when it gives a positive
+    integer, else :data:`SEARCH_BATCH`."""
+    wanted = getattr(retriever, "search_batch", None)
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0:
+        return wanted
+    return SEARCH_BATCH
 
 
 def normalize_question(text: str) -> str:
@@ -48,16 +58,18 @@ def retrieve(
     rankings: list[list[Hit]] = []
     queries = [normalize_question(q.text) for q in questions]
     with progress(total=len(queries), desc="search", unit="q", enabled=context.progress) as bar:
-        for start in range(0, len(queries), SEARCH_BATCH):
-            batch = queries[start : start + SEARCH_BATCH]
+        start = 0
+        while start < len(queries):
+            size = search_batch(retriever)
+            batch = queries[start : start + size]
             if parts is not None and callable(getattr(retriever, "search_parts", None)):
-                hits = retriever.search_parts(batch, list(parts[start : start + SEARCH_BATCH]), depth, context)
+                hits = retriever.search_parts(batch, list(parts[start : start + size]), depth, context)
             else:
                 hits = retriever.search(batch, depth, context)
             if not isinstance(hits, Sequence) or len(hits) != len(batch):
                 got = len(hits) if isinstance(hits, Sequence) else type(hits).__name__
                 raise HarnessError(f"{source} returned {got} rankings for {len(batch)} queries")
-            for question, ranking in zip(questions[start : start + SEARCH_BATCH], hits):
+            for question, ranking in zip(questions[start : start + size], hits):
                 ranking = list(ranking)
                 for position, hit in enumerate(ranking):
                     if not isinstance(hit, Hit):
@@ -71,4 +83,5 @@ def retrieve(
                 )
                 rankings.append(ranking)
             bar.update(len(batch))
+            start += len(batch)
     return rankings
