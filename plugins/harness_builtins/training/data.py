@@ -35,7 +35,6 @@ def negative_column(i: int) -> str:
     return f"negative_{i + 1}"
 
 
-
 def passage_text(title: str, text: str, format: str, sep: str = "[SEP]") -> str:
     """A passage as the encoder reads it: ``title_text`` is ``title + " " + text`` (the BEIR /
     sentence-transformers convention the harness's ``st`` retriever uses), ``text`` the text alone,
@@ -48,7 +47,6 @@ def passage_text(title: str, text: str, format: str, sep: str = "[SEP]") -> str:
     if format == "dpr":
         return f"{title} {sep} {text}"
     raise HarnessError(f"passage format must be one of {', '.join(FORMATS)}, got {format!r}")
-
 
 
 def file_fingerprint(path: Path) -> str:
@@ -134,7 +132,6 @@ def columns(examples: Sequence[TrainingExample], *, hard_negatives: int, format:
             n = example.hard_negatives[i]
             data[negative_column(i)].append(passage_text(n.title, n.text, format, sep))
     return data
-
 
 
 @dataclass

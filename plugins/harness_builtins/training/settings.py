@@ -16,7 +16,6 @@ from harness.errors import HarnessError
 FORMATS = ("title_text", "text", "dpr")
 
 
-
 @dataclass
 class TrainSettings:
     """Everything ``harness train`` takes besides the variant's recipe."""
