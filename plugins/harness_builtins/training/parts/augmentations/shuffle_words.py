@@ -8,7 +8,7 @@ OPTIONS = {"probability": probability(1.0, help="the chance that a text is shuff
 
 SPEC = AugmentationSpec(
     name="shuffle-words",
-    description="the text's words in random order (Sciavolino 2022)",
+    description="the text's words in random order (Sciavolino 2022, Princeton thesis)",
     citation=(
         'Sciavolino 2022, "Towards Universal Dense Retrieval for Open-Domain Question Answering" (M.S.E. thesis, '
         'Princeton University) §4.1 ("Removing Positional Biases")'

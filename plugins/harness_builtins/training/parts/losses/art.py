@@ -31,7 +31,8 @@ SPEC = LossSpec(
     name="art",
     description=(
         "ART: KL(teacher || student) over the top K retrieved; teacher = softmax of a seq2seq model's mean "
-        "log-likelihood of the question (-L teacher=MODEL), student = softmax(q.p / sqrt(d)) (Sachan et al. 2022)"
+        "log-likelihood of the question (-L teacher=MODEL), student = softmax(q.p / sqrt(d)) "
+        "(Sachan et al. 2022, arXiv:2206.10658)"
     ),
     citation=(
         'Sachan, Lewis, Yogatama, Zettlemoyer, Pineau and Zaheer 2022, "Questions Are All You Need to Train a '

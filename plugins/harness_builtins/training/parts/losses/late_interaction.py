@@ -12,8 +12,11 @@ OPTIONS = {
 
 SPEC = LossSpec(
     name="late-interaction",
-    description="DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (Hoang 2022)",
-    citation='Hoang 2022, "Open Domain Question Answering System" (B.Sc. thesis, Nanyang Technological University) ch. 4, eqs. 4.1-4.4',
+    description="DPR NLL + lambda_late * NLL of a trained head m^T [q; p; q*p; q-p] (Hoang 2022, NTU thesis)",
+    citation=(
+        'Hoang 2022, "Open Domain Question Answering System" (B.Sc. thesis, Nanyang Technological '
+        'University) ch. 4, eqs. 4.1-4.4'
+    ),
     options=OPTIONS,
     load=Lazy("harness_builtins.training.losses:LateInteractionLoss", OPTIONS),
 )

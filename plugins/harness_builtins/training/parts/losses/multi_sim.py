@@ -12,7 +12,9 @@ OPTIONS = {
 
 SPEC = LossSpec(
     name="multi-sim",
-    description="DPR NLL + lambda_qq question-question + lambda_pp passage-passage in-batch NLL (Hoang 2022)",
+    description=(
+        "DPR NLL + lambda_qq question-question + lambda_pp passage-passage in-batch NLL (Hoang 2022, NTU thesis)"
+    ),
     citation=(
         'Hoang 2022, "Open Domain Question Answering System" (B.Sc. thesis, Nanyang Technological University) '
         "ch. 5, eqs. 5.2-5.7, Table 5.1"

@@ -8,7 +8,7 @@ SPEC = LossSpec(
     name="qsft",
     description=(
         "query-side fine-tuning: -log of the softmax mass on answer-bearing passages among the top k "
-        "retrieved from the frozen index (Lee et al. 2021)"
+        "retrieved from the frozen index (Lee et al. 2021, arXiv:2012.12624)"
     ),
     citation=(
         'Lee, Sung, Kang and Chen 2021, "Learning Dense Representations of Phrases at Scale", arXiv:2012.12624 '

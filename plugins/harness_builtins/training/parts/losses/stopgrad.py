@@ -8,7 +8,7 @@ SPEC = LossSpec(
     name="stopgrad",
     description=(
         "stop-gradient DPR loss: half through passages with questions detached, half the reverse "
-        "(Sciavolino 2022, after Chen and He 2020)"
+        "(Sciavolino 2022, Princeton thesis, after Chen and He 2020, arXiv:2011.10566)"
     ),
     citation=(
         'Sciavolino 2022, "Towards Universal Dense Retrieval for Open-Domain Question Answering" (M.S.E. thesis, '

@@ -17,7 +17,7 @@ SPEC = MinerSpec(
     description=(
         "hard negatives retrieved by a named retriever (bm25: DPR's; dense with -o model=DIR: "
         "dense negatives), answer-aware: no passage with an answer in title or text, none equal "
-        "to a positive"
+        "to a positive (Karpukhin et al. 2020, arXiv:2004.04906; Xiong et al. 2020, arXiv:2007.00808)"
     ),
     citation=(
         'Karpukhin et al. 2020, "Dense Passage Retrieval for Open-Domain Question Answering", arXiv:2004.04906, '

@@ -18,8 +18,14 @@ OPTIONS = {
 
 SPEC = SamplerSpec(
     name="harder-batches",
-    description="harder in-batch negatives: batches of one label (e.g. the relation) or one k-means cluster (Hoang 2022)",
-    citation='Hoang 2022, "Open Domain Question Answering System" (B.Sc. thesis, Nanyang Technological University) ch. 6, §6.1',
+    description=(
+        "harder in-batch negatives: batches of one label (e.g. the relation) or one k-means cluster "
+        "(Hoang 2022, NTU thesis)"
+    ),
+    citation=(
+        'Hoang 2022, "Open Domain Question Answering System" (B.Sc. thesis, Nanyang Technological '
+        'University) ch. 6, §6.1'
+    ),
     options=OPTIONS,
     load=Lazy("harness_builtins.training.samplers:HarderBatchesSampler", OPTIONS),
 )
