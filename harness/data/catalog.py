@@ -163,6 +163,23 @@ _FILE_KEYS = ("url", "path", "sha256", "size", "format", "compression")
 
 
 def _file(fields: _Fields, formats: Iterable[str]) -> FileSpec:
+    url, path, sha256, size = _location(fields)
+    spec = FileSpec(
+        url=url,
+        path=path,
+        sha256=sha256,
+        size=size,
+        format=fields.choice("format", tuple(formats)),
+        compression=fields.choice("compression", COMPRESSIONS, required=False),
+    )
+    if spec.pinned and spec.sha256 is None:
+        fields.fail(f"{fields.prefix}'sha256' is required: the URL is pinned to a commit")
+    return spec
+
+
+def _location(fields: _Fields) -> tuple[str, str, str | None, int | None]:
+    """A download's ``url`` (http(s) or file), ``path`` (relative, inside the data directory),
+    ``sha256`` and ``size`` (both optional), each checked."""
     url = fields.get("url", str)
     if not re.match(r"^(https?|file)://", url):
         fields.fail(f"{fields.prefix}'url' must be an http(s):// or file:// URL, got {url!r}")
@@ -179,17 +196,7 @@ def _file(fields: _Fields, formats: Iterable[str]) -> FileSpec:
     size = fields.get("size", int, required=False)
     if size is not None and size <= 0:
         fields.fail(f"{fields.prefix}'size' must be positive")
-    spec = FileSpec(
-        url=url,
-        path=path,
-        sha256=sha256,
-        size=size,
-        format=fields.choice("format", tuple(formats)),
-        compression=fields.choice("compression", COMPRESSIONS, required=False),
-    )
-    if spec.pinned and spec.sha256 is None:
-        fields.fail(f"{fields.prefix}'sha256' is required: the URL is pinned to a commit")
-    return spec
+    return url, path, sha256, size
 
 
 def _common(fields: _Fields) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from harness.api.embeddings import (
     EmbeddingsPart,
     ReleasedEmbeddings,
 )
-from harness.data.catalog import _common, _Fields, _load_toml
+from harness.data.catalog import _common, _Fields, _load_toml, _location
 from harness.errors import InputFileError
 
 _KEYS = (
@@ -37,7 +37,6 @@ _KEYS = (
 )
 _PART_KEYS = ("url", "path", "sha256", "md5", "size", "compression", "members")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 #: Bytes of one stored vector component once imported (the float32 store).
 _FLOAT32 = 4
@@ -59,18 +58,7 @@ def _positive(fields: _Fields, key: str, *, required: bool) -> int | None:
 
 def _part(fields: _Fields) -> EmbeddingsPart:
     fields.unknown(_PART_KEYS)
-    url = fields.get("url", str)
-    if not re.match(r"^(https?|file)://", url):
-        fields.fail(f"{fields.prefix}'url' must be an http(s):// or file:// URL, got {url!r}")
-    path = fields.get("path", str)
-    if not _relative(path):
-        fields.fail(
-            f"{fields.prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
-            f"'..' segments (forward slashes), got {path!r}"
-        )
-    sha256 = fields.get("sha256", str, required=False)
-    if sha256 is not None and not _SHA256.match(sha256):
-        fields.fail(f"{fields.prefix}'sha256' must be 64 lowercase hex digits")
+    url, path, sha256, size = _location(fields)
     md5 = fields.get("md5", str, required=False)
     if md5 is not None and not _MD5.match(md5):
         fields.fail(f"{fields.prefix}'md5' must be 32 lowercase hex digits")
@@ -84,7 +72,7 @@ def _part(fields: _Fields) -> EmbeddingsPart:
     if len(set(members)) != len(members):
         fields.fail(f"{fields.prefix}'members' names a file twice")
     return EmbeddingsPart(
-        url=url, path=path, sha256=sha256, size=_positive(fields, "size", required=False), md5=md5,
+        url=url, path=path, sha256=sha256, size=size, md5=md5,
         compression=compression, members=tuple(members),
     )
 

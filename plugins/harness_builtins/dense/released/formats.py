@@ -372,6 +372,14 @@ class _PickleReader:
         yield from batcher.rest()
 
 
+def _open_binary(path: Path):
+    """``path`` opened for reading bytes; a failure is one line naming it."""
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
 def _path_of(starts: list[tuple[int, object]], row: int, paths: list[Path]):
     """The last of ``starts`` (first row, file) at or before ``row``."""
     found = paths[0] if paths else None
@@ -392,11 +400,7 @@ class DprPickleReader(_PickleReader):
         self.paths, self.dim = list(paths), dim
 
     def _rows(self, path: Path) -> Iterator[list[tuple[str, PickledArray]]]:
-        try:
-            f = open(path, "rb")
-        except OSError as exc:
-            raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
-        with f:
+        with _open_binary(path) as f:
             for batch in PickleStream(f, path, stream_at=()):
                 rows = []
                 for item in batch:
@@ -415,11 +419,7 @@ class ArtPickleReader(_PickleReader):
         self.paths, self.dim = list(paths), dim
 
     def _rows(self, path: Path) -> Iterator[list[tuple[str, PickledArray]]]:
-        try:
-            f = open(path, "rb")
-        except OSError as exc:
-            raise InputFileError(path, f"cannot read: {exc.strerror or exc}") from None
-        with f:
+        with _open_binary(path) as f:
             stream = PickleStream(f, path, stream_at=("embed_data",))
             for batch in stream:
                 yield [(_id_text(key, path, "a row id"), value) for key, value in batch]

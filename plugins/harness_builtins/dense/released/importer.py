@@ -122,15 +122,7 @@ def find_import(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEmbedding
     digest = pinned_digest(spec)
     if digest is None:
         return None
-    path = release_cache_path(root, corpus, spec, digest)
-    try:
-        cache = EmbeddingCache.open(path)
-    except (HarnessError, OSError, ValueError, KeyError):
-        return None
-    if not cache.release or cache.release.get("digest") != digest:
-        return None
-    cache.imported = ImportStats()
-    return cache
+    return _open_complete(release_cache_path(root, corpus, spec, digest), digest)
 
 
 def release_key(corpus: Corpus, spec: ReleasedEmbeddings, digest: str) -> str:
