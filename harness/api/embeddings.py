@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 EMBEDDING_FORMATS = ("faiss-flat", "dpr-pickle", "contriever-pickle", "art-pickle", "wiki-dpr")
 #: How the vectors are stored in a download.
 EMBEDDING_DTYPES = ("float32", "float16")
-#: Archive kinds a part may be (its format's reader opens ``members`` inside it).
+#: Archive kinds a part may be (its format's reader finds the files it reads inside it).
 PART_COMPRESSIONS = ("tar.gz", "tar")
 
 
@@ -36,8 +36,8 @@ class EmbeddingsPart:
 
     ``md5`` is the publisher's MD5 of the file where that is the checksum it publishes (pyserini's
     index tables): the fetched file is checked against it too. ``compression`` says the part is an
-    archive (``tar.gz`` or ``tar``) and ``members`` names the files inside it the format reads,
-    where the publisher's code names them (``/``-separated, relative).
+    archive (``tar.gz`` or ``tar``): the format's reader finds its files inside it (a faiss flat
+    index's ``index`` and ``docid``; every file of Contriever's tar, a shard each).
     """
 
     url: str
@@ -46,7 +46,6 @@ class EmbeddingsPart:
     size: int | None = None
     md5: str | None = None
     compression: str | None = None
-    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,18 +35,11 @@ _KEYS = (
     "name", "description", "corpus", "encoder", "format", "parts", "rows", "dim", "id_prefix", "disk", "dtype",
     "license", "citation", "homepage", "version", "reproduces",
 )
-_PART_KEYS = ("url", "path", "sha256", "md5", "size", "compression", "members")
+_PART_KEYS = ("url", "path", "sha256", "md5", "size", "compression")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 #: Bytes of one stored vector component once imported (the float32 store).
 _FLOAT32 = 4
-
-
-def _relative(value: str) -> bool:
-    segments = value.split("/")
-    return bool(value) and not value.startswith("/") and "\\" not in value and "\x00" not in value and not any(
-        s in ("", ".", "..") for s in segments
-    )
 
 
 def _positive(fields: _Fields, key: str, *, required: bool) -> int | None:
@@ -63,17 +56,9 @@ def _part(fields: _Fields) -> EmbeddingsPart:
     if md5 is not None and not _MD5.match(md5):
         fields.fail(f"{fields.prefix}'md5' must be 32 lowercase hex digits")
     compression = fields.choice("compression", PART_COMPRESSIONS, required=False)
-    members = fields.get("members", list, required=False, default=[])
-    if members and compression is None:
-        fields.fail(f"{fields.prefix}'members' is only for an archive (set 'compression')")
-    for member in members:
-        if not isinstance(member, str) or not _relative(member):
-            fields.fail(f"{fields.prefix}'members' must be relative names inside the archive, got {member!r}")
-    if len(set(members)) != len(members):
-        fields.fail(f"{fields.prefix}'members' names a file twice")
     return EmbeddingsPart(
         url=url, path=path, sha256=sha256, size=size, md5=md5,
-        compression=compression, members=tuple(members),
+        compression=compression,
     )
 
 
