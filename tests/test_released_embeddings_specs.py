@@ -475,3 +475,30 @@ def test_data_verify_rehashes_a_releases_parts_against_sha256_and_md5(capsys, si
     target.write_bytes(b"changed in place")
     code, out, err = _cli(capsys, "data", "verify", "user-release", "--no-progress")
     assert code == 1 and f"BAD  {target} changed after it was first downloaded" in out and "2 file(s) ok, 1 bad" in out
+
+
+def test_the_plugin_guides_release_registers_as_written(monkeypatch):
+    """The Python example of docs/writing-plugins.md's "Released embeddings" section, run as
+    written in a plugin module: the registry offers the release by name."""
+    import re
+    import types
+    from pathlib import Path
+
+    from harness import hookimpl, registry
+    from harness.plugins import new_plugin_manager, register_plugin
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    section = guide.split("## 5g. Released embeddings", 1)[1].split("\n## ", 1)[0]
+    code = [block for block in re.findall(r"```python\n(.*?)```", section, re.S) if "ReleasedEmbeddings(" in block]
+    assert len(code) == 1
+    module = types.ModuleType("guide_release_plugin")
+    module.hookimpl = hookimpl
+    exec(compile(code[0], "writing-plugins.md", "exec"), module.__dict__)
+    manager = new_plugin_manager()
+    register_plugin(manager, module, "guide-release")
+    offered = registry.Registry.collect(manager, "embeddings")
+    monkeypatch.setitem(registry._cache, "embeddings", offered)
+    spec = registry.registry("embeddings").get("example-vectors")
+    assert (spec.corpus, spec.encoder, spec.format, spec.rows, spec.dim) == (
+        "wikipedia-dpr-100w", "example-hashing", "dpr-pickle", 21_015_324, 768)
+    assert spec.parts[0].path == "embeddings/example/vectors_0.pkl"
