@@ -29,8 +29,12 @@ def test_split_queries_carry_float32_precision():
     q = torch.from_numpy(np.random.default_rng(0).standard_normal((50, 768)).astype(np.float32) * 3)
     hi, lo = split_queries(q)
     assert hi.dtype == lo.dtype == torch.float16
-    one = (q - hi.float()).abs().max() / q.abs().max()
-    two = (q - hi.float() - lo.float()).abs().max() / q.abs().max()
+    # each question is scaled by a power of two putting its largest component in [2^14, 2^15)
+    largest = q.abs().amax(dim=1, keepdim=True).numpy()
+    scaled = torch.from_numpy(np.ldexp(q.numpy(), 15 - np.frexp(largest)[1]))
+    assert (scaled.abs().amax(dim=1) >= 2**14).all() and (scaled.abs().amax(dim=1) < 2**15).all()
+    one = (scaled - hi.float()).abs().max() / scaled.abs().max()
+    two = (scaled - hi.float() - lo.float()).abs().max() / scaled.abs().max()
     assert one > 2**-14 and two < 2**-20  # fp16 alone is off by ~2^-12; the pair by ~2^-23
 
 
@@ -160,3 +164,35 @@ def test_the_running_candidates_stay_bounded_over_many_chunks(monkeypatch):
     assert len(widths) == 32 and max(widths) == 64
     ref_scores, ref_rows = _reference(vectors, queries, 40)
     np.testing.assert_array_equal(rows, ref_rows)
+
+
+@pytest.mark.parametrize("magnitude", [1e5, 1e37, 1e-6, 1e-40, 1.0], ids=["above-fp16", "near-fp32-max", "below-fp16-normal", "fp32-subnormal", "unit"])
+def test_split_search_is_exact_for_any_finite_question(magnitude):
+    """Questions whose components overflow float16 (above 65504) or fall below its normal range
+    rank the rows as an exact float64 search of the stored rows does: each question is scaled by a
+    power of two before the split, and the candidates are re-scored unscaled."""
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((2000, 16)).astype(np.float16)
+    queries = (rng.standard_normal((8, 16)) * magnitude).astype(np.float32)
+    assert np.isfinite(queries).all() and np.abs(queries).max() > 0
+    index = TorchFlatIP.from_shards([vectors], 16, 2000, ["cpu"])
+    _, rows = index.search(queries, 100)
+    exact = queries.astype(np.float64) @ vectors.astype(np.float64).T
+    for q in range(len(queries)):
+        # the true top 100 by float64 scores, up to ties at the cut
+        cut = np.sort(exact[q])[::-1][99]
+        assert set(np.flatnonzero(exact[q] > cut)) <= set(rows[q].tolist()), q
+        assert (exact[q][rows[q]] >= cut).all(), q
+    hi, lo = split_queries(torch.from_numpy(queries))
+    assert torch.isfinite(hi.float()).all() and torch.isfinite(lo.float()).all()
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_a_non_finite_question_is_refused_in_one_line(bad):
+    vectors = np.random.default_rng(12).standard_normal((50, 8)).astype(np.float16)
+    index = TorchFlatIP.from_shards([vectors], 8, 50, ["cpu"])
+    queries = np.ones((3, 8), np.float32)
+    queries[2, 5] = bad
+    with pytest.raises(HarnessError, match="question vector 2 of this batch holds a non-finite value") as caught:
+        index.search(queries, 5)
+    assert "\n" not in str(caught.value)

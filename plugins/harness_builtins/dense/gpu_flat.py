@@ -91,11 +91,28 @@ def shortfall(dim: int, count: int, devices: list[str]) -> str | None:
     return None
 
 
+#: A split question's largest component is scaled into [2^14, 2^15): below float16's largest
+#: finite value (65504), and 2^38 above its smallest subnormal, so ``hi`` and ``lo`` carry each
+#: component to float32's precision whatever its magnitude.
+SPLIT_TOP_EXPONENT = 15
+
+
 def split_queries(queries):
-    """``(hi, lo)`` float16 parts of float32 ``queries`` with ``hi + lo`` ~ ``queries``."""
+    """``(hi, lo)`` float16 parts of float32 ``queries`` with ``hi + lo`` ~ ``queries * s``, where
+    ``s`` is a power of two per question (exact in float32) that puts its largest component in
+    ``[2^14, 2^15)``. A question's scores scaled by a positive ``s`` rank its rows as the unscaled
+    ones do, and only the ranking is used: the chosen candidates are re-scored from the unscaled
+    float32 question (:func:`rescore`). Without the scaling a component above 65504 makes ``hi``
+    infinite (every score NaN) and components below float16's normal range (6.1e-5) lose their
+    digits. ``queries`` must be finite (:meth:`TorchFlatIP.search` checks)."""
     torch = _torch()
-    hi = queries.to(torch.float16)
-    lo = (queries - hi.float()).to(torch.float16)
+    largest = queries.abs().amax(dim=1, keepdim=True)
+    _, exponent = torch.frexp(largest)  # largest = mantissa * 2^exponent, mantissa in [0.5, 1)
+    shift = torch.where(largest > 0, SPLIT_TOP_EXPONENT - exponent, torch.zeros_like(exponent))
+    # in float64, where 2^shift exists for every float32 (a subnormal largest component needs 2^164)
+    scaled = (queries.double() * torch.pow(2.0, shift.double())).float()
+    hi = scaled.to(torch.float16)
+    lo = (scaled - hi.float()).to(torch.float16)
     return hi, lo
 
 
@@ -256,6 +273,11 @@ class TorchFlatIP:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if k == 0 or len(queries) == 0:
             return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
+        finite = np.isfinite(queries).all(axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise HarnessError(f"question vector {bad} of this batch holds a non-finite value (inf or NaN): "
+                               "the question encoder gave no usable vector")
         m = k + max(MARGIN, k // 8)
         out_s = np.empty((len(queries), k), np.float32)
         out_r = np.empty((len(queries), k), np.int64)
