@@ -657,3 +657,39 @@ def test_an_import_written_whole_but_not_renamed_is_renamed(world, tmp_path):
     again = import_release(spec, [tmp_path], world["corpus"], "identity", tmp_path / "c", progress=False,
                            reader=Unread(world["ids"], world["vectors"]), digest="e" * 64, shard_size=300)
     assert again.path == done.path and cache_bytes(again.path) == before and again.imported.rows == 0
+
+
+def test_an_import_outlives_its_unpinned_downloads(world, releases, tmp_path, monkeypatch, capfd):
+    """A release whose parts pin no checksum (DPR's, Contriever's, ART's) is digested from its
+    downloads; once imported, the downloads may be deleted to save their space: a later run, offline
+    and with the server gone, searches the import it made, with the same rankings and digest."""
+    from loopback import serving
+
+    ids, vectors = list(world["ids"]), world["vectors"]
+    site = tmp_path / "site"
+    fmt, prefix, files, stored = _release_files("dpr-pickle", site, ids, vectors)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    with serving(site) as server:
+        parts = tuple(EmbeddingsPart(url=f"{server.url}/{f.relative_to(site).as_posix()}", path=f"released/unpinned/{f.name}")
+                      for f in files)
+        spec = ReleasedEmbeddings(name="tiny-unpinned", description="test", corpus=CORPUS, encoder="dpr-nq",
+                                  format=fmt, parts=parts, rows=len(ids), dim=world["dim"], id_prefix=prefix)
+        releases(spec)
+        first = retriever_for(world, embeddings=spec.name)
+        first.index(world["corpus"], context(tmp_path))
+    expected = first.search(world["questions"], K, context(tmp_path))
+    digest = first.compute()["embeddings"]["digest"]
+    downloads = sorted((tmp_path / "data" / "released" / "unpinned").iterdir())
+    assert downloads
+    for path in downloads:
+        path.unlink()
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    again = retriever_for(world, embeddings=spec.name)
+    again.index(world["corpus"], context(tmp_path))
+    assert again.compute()["embeddings"]["digest"] == digest
+    assert [[(h.passage_id, h.score) for h in r] for r in again.search(world["questions"], K, context(tmp_path))] == \
+        [[(h.passage_id, h.score) for h in r] for r in expected]
+    # one part back (another file under that name): the parts are checked and digested again
+    (tmp_path / "data" / "released" / "unpinned" / files[0].name).write_bytes(b"not the release")
+    with pytest.raises(HarnessError):
+        retriever_for(world, embeddings=spec.name).index(world["corpus"], context(tmp_path))

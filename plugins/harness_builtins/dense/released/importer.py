@@ -120,9 +120,35 @@ def find_import(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEmbedding
     without fetching (:func:`pinned_digest`): the downloads are not needed again (an in-place
     import still needs its unpacked index, checked when the cache opens)."""
     digest = pinned_digest(spec)
-    if digest is None:
+    if digest is not None:
+        return _open_complete(release_cache_path(root, corpus, spec, digest), digest)
+    return _left_after_downloads(root, corpus, spec)
+
+
+def _left_after_downloads(root: str | os.PathLike, corpus: Corpus, spec: ReleasedEmbeddings) -> EmbeddingCache | None:
+    """For a release without pinned checksums whose downloads are all gone from the data folder
+    (deleted to save their space once imported): its one complete import for ``corpus``, made from
+    the downloads whose digest it records; None while any part is there (then the parts are
+    checked and digested as usual), or when there is no such import or several."""
+    from harness.data.embeddings import part_path
+
+    if any(part_path(part).exists() for part in spec.parts):
         return None
-    return _open_complete(release_cache_path(root, corpus, spec, digest), digest)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.name).strip("._") or "corpus"
+    found = []
+    for folder in sorted(Path(root).glob(f"{slug}-release-*")):
+        try:
+            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        release = meta.get("release") if isinstance(meta, dict) else None
+        if (isinstance(release, dict) and release.get("name") == spec.name and meta.get("complete")
+                and meta.get("corpus_fingerprint") == corpus.fingerprint
+                and folder == release_cache_path(root, corpus, spec, str(release.get("digest")))):
+            found.append((folder, str(release["digest"])))
+    if len(found) != 1:
+        return None
+    return _open_complete(*found[0])
 
 
 def release_key(corpus: Corpus, spec: ReleasedEmbeddings, digest: str) -> str:
