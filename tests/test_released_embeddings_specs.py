@@ -502,3 +502,45 @@ def test_the_plugin_guides_release_registers_as_written(monkeypatch):
     assert (spec.corpus, spec.encoder, spec.format, spec.rows, spec.dim) == (
         "wikipedia-dpr-100w", "example-hashing", "dpr-pickle", 21_015_324, 768)
     assert spec.parts[0].path == "embeddings/example/vectors_0.pkl"
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("rows", "99999999999999999999", "'rows' must be at most 1,000,000,000,000, got 99999999999999999999"),
+    ("dim", str(1 << 20), "'dim' must be at most 65,536"),
+    ("disk", "9" * 40, "'disk' must be at most 1,125,899,906,842,624, got an integer of 40 digits"),
+    ("rows", "9" * 5000, "invalid TOML: Exceeds the limit (4300 digits)"),
+    ("rows", "nan", "'rows' must be int, got float"),
+    ("dim", "-inf", "'dim' must be int, got float"),
+    ("rows", "1e400", "'rows' must be int, got float"),
+])
+def test_numbers_beyond_any_release_are_one_line(tmp_path, key, value, problem):
+    path = _write(tmp_path, GOOD, [GOOD_PART])
+    text = "\n".join(f"{key} = {value}" if line.startswith(f"{key} =") else line
+                     for line in path.read_text(encoding="utf-8").splitlines())
+    if f"\n{key} = " not in "\n" + text:
+        text = f"{key} = {value}\n" + text
+    path.write_text(text + "\n", encoding="utf-8")
+    with pytest.raises(InputFileError) as caught:
+        read_embeddings_spec(path)
+    message = str(caught.value)
+    assert problem in message and str(path) in message and "\n" not in message and len(message) < 400
+
+
+def test_an_over_long_integer_is_one_line_for_every_spec_kind(tmp_path, monkeypatch, capsys):
+    """A 5,000-digit integer in any spec folder's file is named with its file (the datasets plugin
+    re-reads a failed file for its name; that second reading must not fail either)."""
+    for folder in ("suites", "corpora", "training", "runs", "embeddings"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"long-{folder}.toml").write_text(f'name = "long-{folder}"\nsize = {"9" * 5000}\n', encoding="utf-8")
+    monkeypatch.setenv("HARNESS_SPEC_PATH", str(tmp_path))
+    import harness_builtins.datasets.catalog as datasets_catalog
+
+    datasets_catalog.catalog()
+    datasets_catalog.published_runs()
+    from harness.data.embeddings import read_embeddings_specs
+
+    read_embeddings_specs([tmp_path], on_error=datasets_catalog._skip)
+    err = capsys.readouterr().err
+    for folder in ("suites", "corpora", "training", "runs", "embeddings"):
+        line = next(line for line in err.splitlines() if f"long-{folder}.toml" in line)
+        assert "Exceeds the limit (4300 digits)" in line and "set_int_max_str_digits" not in line

@@ -223,6 +223,8 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise InputFileError(path, "TOML nested too deeply") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split()).split(';')[0]}") from None
 
 
 def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:

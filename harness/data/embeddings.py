@@ -42,11 +42,27 @@ _MD5 = re.compile(r"^[0-9a-f]{32}$")
 _FLOAT32 = 4
 
 
+#: Bounds far above any release (DPR's Wikipedia: 21M rows of 768; a 1 PB download), so a spec
+#: claiming more is a typo, refused before any size is computed from it.
+_MOST = {"rows": 10**12, "dim": 1 << 16, "disk": 1 << 50}
+
+
 def _positive(fields: _Fields, key: str, *, required: bool) -> int | None:
     value = fields.get(key, int, required=required)
     if value is not None and value <= 0:
         fields.fail(f"{fields.prefix}{key!r} must be positive, got {value}")
+    most = _MOST.get(key)
+    if value is not None and most is not None and value > most:
+        fields.fail(f"{fields.prefix}{key!r} must be at most {most:,}, got {_short_int(value)}")
     return value
+
+
+def _short_int(value: int) -> str:
+    """An integer for a message: its digits, or for a long one its first digits and length."""
+    digits = str(value) if value.bit_length() < 4000 else None
+    if digits is not None and len(digits) <= 30:
+        return digits
+    return f"an integer of {len(digits)} digits" if digits is not None else "an integer of over 1,200 digits"
 
 
 def _part(fields: _Fields) -> EmbeddingsPart:

@@ -45,7 +45,7 @@ def _left_out(error: InputFileError) -> None:
     names = {path.stem}
     try:
         declared = tomllib.loads(path.read_text(encoding="utf-8")).get("name")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
         declared = None
     if isinstance(declared, str) and declared.strip():
         names.add(declared)
