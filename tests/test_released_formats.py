@@ -17,7 +17,7 @@ import pytest
 
 import released_fixtures as rf
 from harness.errors import HarnessError, InputFileError
-from harness_builtins.dense.released import formats, unpickle
+from harness_builtins.dense.released import contract, formats, unpickle
 from harness_builtins.dense.released.formats import Contiguous, open_release, unpack_faiss_archive
 
 ROWS = 2500
@@ -67,7 +67,7 @@ def one_line(exc_info, path) -> str:
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Chunks of 200 rows, so every reader crosses chunk boundaries inside its files."""
-    monkeypatch.setattr(formats, "CHUNK_BYTES", 200 * DIM * 4)
+    monkeypatch.setattr(contract, "CHUNK_BYTES", 200 * DIM * 4)
 
 
 # --- faiss-flat -------------------------------------------------------------------------------
