@@ -21,7 +21,7 @@ from harness.api import PublishedRow, PublishedRun, PublishedTable
 from harness.data.catalog import _common, _Fields, _file, _load_toml
 from harness.errors import HarnessError, InputFileError
 from harness.runfiles.registered import format_names
-from harness.runfiles.stream import COMPRESSIONS, PER_PART
+from harness.runfiles.archives import COMPRESSIONS, PER_PART
 
 #: ``harness score --run published:NAME`` always means the published run NAME, even where a file
 #: of that name exists.

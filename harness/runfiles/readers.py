@@ -479,7 +479,7 @@ def read_run(
         allow_index = True
     questions = tuple(questions)
     if compression is None:
-        from harness.runfiles.stream import detect_compression
+        from harness.runfiles.archives import detect_compression
 
         compression = detect_compression(path)
     from harness.runfiles.registered import detect_format, run_format

@@ -48,7 +48,7 @@ def run_format(name: str | RunFormatSpec) -> RunFormatSpec:
 
 
 def _head(path: Path, compression: str | None, member: str | None) -> str:
-    from harness.runfiles.stream import open_stream
+    from harness.runfiles.archives import open_stream
 
     if compression is not None:
         with open_stream(path, compression, member) as body:
@@ -70,7 +70,7 @@ def detect_format(path: str | Path, compression: str | None = None, member: str 
         raise InputFileError(path, "empty run file")
     reopen: Callable[[], AbstractContextManager[IO[bytes]]] | None = None
     if compression is None:
-        from harness.runfiles.stream import open_stream
+        from harness.runfiles.archives import open_stream
 
         def reopen():
             return open_stream(path, None, None)

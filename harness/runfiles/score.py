@@ -74,7 +74,7 @@ def score_file(
     kept to each question's top ``max(rerank_depth, largest cutoff)`` hits. ``parameters`` are
     recorded with the retriever's (a published run's name and URL).
     """
-    from harness.runfiles.stream import detect_compression
+    from harness.runfiles.archives import detect_compression
 
     run_file = Path(run_file)
     spec = None
