@@ -302,6 +302,7 @@ def load_catalog(dirs: Iterable[Path], *, on_error: Callable[[InputFileError], N
         ("suite", "suites", read_suite_spec, suites),
         ("training set", "training", read_training_spec, training),
     )
+    failed_corpora: dict[str, InputFileError] = {}  # a corpus spec left out, by the name(s) it goes by
     for folder in dirs:
         for kind, subfolder, reader, table in kinds:
             for path in sorted((Path(folder) / subfolder).glob("*.toml")):
@@ -310,11 +311,31 @@ def load_catalog(dirs: Iterable[Path], *, on_error: Callable[[InputFileError], N
                     if spec.name in table:
                         raise InputFileError(path, f"{kind} {spec.name!r} is also defined in {table[spec.name].source}")
                 except InputFileError as error:
+                    if table is corpora:
+                        for known in _spec_names(path):
+                            failed_corpora.setdefault(known, error)
                     bad(error)
                     continue
                 table[spec.name] = spec
     for name, spec in list(suites.items()):
         if spec.corpus not in corpora:
             del suites[name]
-            bad(InputFileError(spec.source, f"'corpus' names unknown corpus {spec.corpus!r}"))
+            failed = failed_corpora.get(spec.corpus)
+            if failed is not None:  # the corpus exists but its spec is at fault: say so where the suite is used
+                bad(InputFileError(spec.source, f"'corpus' names corpus {spec.corpus!r}, whose spec is left out: {failed}"))
+            else:
+                bad(InputFileError(spec.source, f"'corpus' names unknown corpus {spec.corpus!r}"))
     return SpecCatalog(suites=suites, corpora=corpora, training=training)
+
+
+def _spec_names(path: Path) -> list[str]:
+    """The names a spec file that failed to load goes by: its ``name`` when the TOML still gives
+    one, and its file name's stem."""
+    names = [path.stem]
+    try:
+        declared = tomllib.loads(path.read_text(encoding="utf-8")).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
+        declared = None
+    if isinstance(declared, str) and declared and declared not in names:
+        names.insert(0, declared)
+    return names

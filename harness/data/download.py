@@ -64,7 +64,7 @@ from typing import IO, Any
 
 from harness.util.atomic import write_text_atomic
 from harness.util.cache import cache_dir
-from harness.errors import HarnessError
+from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
 
 try:  # POSIX; on other systems concurrent fetches of one file are simply not coordinated
@@ -280,7 +280,7 @@ def fetch(
             partial.discard_if_empty()
     _remember(final, digest, trusted=True)  # a fresh download: its digest is the one to keep
     if remote.sha256 is None:
-        log.warning("no checksum is pinned for %s; its sha256 is %s (record it to pin the file)", remote.url, digest)
+        warn(f"no checksum is pinned for {remote.url}; its sha256 is {digest} (record it to pin the file)")
     return FetchResult(path=final, sha256=digest, downloaded=True, verified=remote.sha256 is not None)
 
 
