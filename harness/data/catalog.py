@@ -33,6 +33,10 @@ A **corpus spec** (``corpora/NAME.toml``) has ``name``, ``description``, ``url``
 or ``squad-json``), ``compression`` (``"gzip"`` or absent), ``passages`` (expected count),
 ``license`` and ``citation``.
 
+``license``, ``citation`` and ``homepage`` are optional (a spec of one's own data needs none); the
+built-in specs give the first two, which a test checks. A spec file with several problems reports
+them all in one line (:mod:`harness.data.specs`).
+
 Users add spec folders with ``HARNESS_SPEC_PATH`` (``os.pathsep``-separated; see
 :func:`user_spec_dirs`), each holding ``suites/``, ``corpora/`` and ``training/`` like the built-in one.
 """
@@ -47,6 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from harness.data.specs import Problems, SpecRecord, decode
 from harness.errors import InputFileError
 from harness.data.questions import FORMATS as QUESTION_FORMATS
 from harness.api import MATCH_MODES
@@ -92,8 +99,8 @@ class SuiteDatasetSpec:
     default_k: tuple[int, ...]
     corpus: str
     parts: tuple[PartSpec, ...]
-    license: str
-    citation: str
+    license: str = ""
+    citation: str = ""
     homepage: str = ""
     source: Path
 
@@ -104,8 +111,8 @@ class CorpusDatasetSpec:
     description: str
     file: FileSpec
     passages: int | None
-    license: str
-    citation: str
+    license: str = ""
+    citation: str = ""
     homepage: str = ""
     source: Path
 
@@ -116,8 +123,8 @@ class TrainingDatasetSpec:
     description: str
     file: FileSpec
     examples: int | None
-    license: str
-    citation: str
+    license: str = ""
+    citation: str = ""
     homepage: str = ""
     source: Path
 
@@ -127,93 +134,115 @@ def user_spec_dirs() -> list[Path]:
     return [Path(p) for p in os.environ.get(SPEC_PATH_ENV, "").split(os.pathsep) if p]
 
 
-class _Fields:
-    """Typed access to a spec table with one-line errors naming the file and the key."""
+class _Location(SpecRecord, kw_only=True):
+    """Where a download comes from and goes (:func:`check_location`)."""
 
-    def __init__(self, data: dict[str, Any], source: Path, prefix: str = ""):
-        self.data, self.source, self.prefix = data, source, prefix
-
-    def fail(self, problem: str) -> None:
-        raise InputFileError(self.source, problem)
-
-    def get(self, key: str, kind: type | tuple[type, ...], *, required: bool = True, default: Any = None) -> Any:
-        if key not in self.data:
-            if required:
-                self.fail(f"missing key {self.prefix}{key!r}")
-            return default
-        value = self.data[key]
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            self.fail(f"{self.prefix}{key!r} must be {names}, got {type(value).__name__}")
-        return value
-
-    def choice(self, key: str, choices: Iterable[str], *, required: bool = True) -> str | None:
-        value = self.get(key, str, required=required)
-        if value is not None and value not in choices:
-            self.fail(f"{self.prefix}{key!r} must be one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    def unknown(self, allowed: Iterable[str]) -> None:
-        extra = sorted(set(self.data) - set(allowed))
-        if extra:
-            self.fail(f"unknown key {self.prefix}{extra[0]!r}")
+    url: str
+    path: str
+    sha256: str | None = None
+    size: int | None = None
 
 
-_FILE_KEYS = ("url", "path", "sha256", "size", "format", "compression")
+class _FileRecord(_Location, kw_only=True):
+    format: str
+    compression: str | None = None
 
 
-def _file(fields: _Fields, formats: Iterable[str]) -> FileSpec:
-    url, path, sha256, size = _location(fields)
-    spec = FileSpec(
-        url=url,
-        path=path,
-        sha256=sha256,
-        size=size,
-        format=fields.choice("format", tuple(formats)),
-        compression=fields.choice("compression", COMPRESSIONS, required=False),
-    )
+class _PartRecord(_FileRecord, kw_only=True):
+    name: str
+
+
+class _Described(SpecRecord, kw_only=True):
+    """What every spec has: its name, description and provenance (``license``, ``citation``,
+    ``homepage``: optional here, required of the built-in specs by their test)."""
+
+    name: str
+    description: str
+    license: str = ""
+    citation: str = ""
+    homepage: str = ""
+
+
+class _SuiteRecord(_Described, kw_only=True):
+    MESSAGES = {"default_k": "must be a non-empty list of positive integers"}
+
+    match: str
+    default_k: list[int] = msgspec.field(default_factory=lambda: [1, 5, 20, 100])
+    corpus: str
+    parts: list[_PartRecord]
+
+
+class _DescribedFile(_FileRecord, kw_only=True):
+    """A spec of one download (a corpus, a training set): what :class:`_Described` has, and the file."""
+
+    name: str
+    description: str
+    license: str = ""
+    citation: str = ""
+    homepage: str = ""
+
+
+class _CorpusRecord(_DescribedFile, kw_only=True):
+    passages: int | None = None
+
+
+class _TrainingRecord(_DescribedFile, kw_only=True):
+    examples: int | None = None
+
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def check_choice(value: str | None, choices: Iterable[str], key: str, problems: Problems, *, prefix: str = "") -> None:
+    """``value`` (when given) is one of ``choices``."""
+    choices = tuple(choices)
+    if value is not None and value not in choices:
+        problems.add(f"{prefix}{key!r} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def check_described(record: Any, problems: Problems) -> None:
+    """The spec's ``name`` is lowercase letters, digits, '.', '_' or '-'."""
+    if not _NAME.match(record.name):
+        problems.add(f"'name' must be lowercase letters, digits, '.', '_' or '-', got {record.name!r}")
+
+
+def check_location(record: Any, problems: Problems, *, prefix: str = "") -> None:
+    """A download's ``url`` (http(s) or file), ``path`` (relative, inside the data directory),
+    ``sha256`` and ``size`` (both optional), each checked."""
+    if not re.match(r"^(https?|file)://", record.url):
+        problems.add(f"{prefix}'url' must be an http(s):// or file:// URL, got {record.url!r}")
+    path = record.path
+    segments = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path or any(s in ("", ".", "..") for s in segments):
+        problems.add(
+            f"{prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
+            f"'..' segments (forward slashes), got {path!r}"
+        )
+    if record.sha256 is not None and not _SHA256.match(record.sha256):
+        problems.add(f"{prefix}'sha256' must be 64 lowercase hex digits")
+    if record.size is not None and record.size <= 0:
+        problems.add(f"{prefix}'size' must be positive")
+
+
+def _file(record: _FileRecord, formats: Iterable[str], problems: Problems, *, prefix: str = "") -> FileSpec:
+    check_location(record, problems, prefix=prefix)
+    check_choice(record.format, formats, "format", problems, prefix=prefix)
+    check_choice(record.compression, COMPRESSIONS, "compression", problems, prefix=prefix)
+    spec = FileSpec(url=record.url, path=record.path, sha256=record.sha256, size=record.size, format=record.format,
+                    compression=record.compression)
     if spec.pinned and spec.sha256 is None:
-        fields.fail(f"{fields.prefix}'sha256' is required: the URL is pinned to a commit")
+        problems.add(f"{prefix}'sha256' is required: the URL is pinned to a commit")
     return spec
 
 
-def _location(fields: _Fields) -> tuple[str, str, str | None, int | None]:
-    """A download's ``url`` (http(s) or file), ``path`` (relative, inside the data directory),
-    ``sha256`` and ``size`` (both optional), each checked."""
-    url = fields.get("url", str)
-    if not re.match(r"^(https?|file)://", url):
-        fields.fail(f"{fields.prefix}'url' must be an http(s):// or file:// URL, got {url!r}")
-    path = fields.get("path", str)
-    segments = path.split("/")
-    if not path or path.startswith("/") or "\\" in path or "\x00" in path or any(s in ("", ".", "..") for s in segments):
-        fields.fail(
-            f"{fields.prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
-            f"'..' segments (forward slashes), got {path!r}"
-        )
-    sha256 = fields.get("sha256", str, required=False)
-    if sha256 is not None and not _SHA256.match(sha256):
-        fields.fail(f"{fields.prefix}'sha256' must be 64 lowercase hex digits")
-    size = fields.get("size", int, required=False)
-    if size is not None and size <= 0:
-        fields.fail(f"{fields.prefix}'size' must be positive")
-    return url, path, sha256, size
+def described(record: Any, source: Path) -> dict[str, Any]:
+    """The keys every spec has, for the spec's record."""
+    return {"name": record.name, "description": record.description, "license": record.license,
+            "citation": record.citation, "homepage": record.homepage, "source": source}
 
 
-def _common(fields: _Fields) -> dict[str, Any]:
-    name = fields.get("name", str)
-    if not re.match(r"^[a-z0-9][a-z0-9._-]*$", name):
-        fields.fail(f"'name' must be lowercase letters, digits, '.', '_' or '-', got {name!r}")
-    return {
-        "name": name,
-        "description": fields.get("description", str),
-        "license": fields.get("license", str),
-        "citation": fields.get("citation", str),
-        "homepage": fields.get("homepage", str, required=False, default=""),
-        "source": fields.source,
-    }
-
-
-def _load_toml(path: Path) -> dict[str, Any]:
+def load_toml(path: Path) -> dict[str, Any]:
+    """The table of TOML file ``path``; unreadable bytes and invalid TOML are one-line errors."""
     from harness.util.jsonio import read_text
 
     text = read_text(path, what="spec", prefix="")
@@ -227,54 +256,66 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split()).split(';')[0]}") from None
 
 
+_load_toml = load_toml
+
+
 def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:
+    """The suite spec of TOML file ``path``; every problem of the file is in one
+    :class:`InputFileError` naming it."""
     path = Path(path)
-    fields = _Fields(_load_toml(path), path)
-    fields.unknown(("name", "description", "match", "default_k", "corpus", "parts", "license", "citation", "homepage"))
-    common = _common(fields)
-    default_k = fields.get("default_k", list, required=False, default=[1, 5, 20, 100])
-    if not default_k or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in default_k):
-        fields.fail("'default_k' must be a non-empty list of positive integers")
-    raw_parts = fields.get("parts", list)
-    if not raw_parts:
-        fields.fail("'parts' must list at least one part")
+    problems = Problems(path)
+    record = decode(load_toml(path), _SuiteRecord, problems)
+    if record is None:
+        problems.raise_any()
+    check_described(record, problems)
+    check_choice(record.match, MATCH_MODES, "match", problems)
+    if not record.default_k or not all(k >= 1 for k in record.default_k):
+        problems.add("'default_k' must be a non-empty list of positive integers")
+    if not record.parts:
+        problems.add("'parts' must list at least one part")
     parts = []
-    for index, raw in enumerate(raw_parts):
-        if not isinstance(raw, dict):
-            fields.fail(f"'parts[{index}]' must be a table")
-        part = _Fields(raw, path, prefix=f"parts[{index}].")
-        part.unknown(("name", *_FILE_KEYS))
-        parts.append(PartSpec(name=part.get("name", str), file=_file(part, PART_FORMATS)))
+    for index, part in enumerate(record.parts):
+        file = _file(part, PART_FORMATS, problems, prefix=f"parts[{index}].")
+        parts.append(PartSpec(name=part.name, file=file))
     names = [p.name for p in parts]
     if len(set(names)) != len(names):
-        fields.fail("part names must be unique")
+        problems.add("part names must be unique")
+    problems.raise_any()
     return SuiteDatasetSpec(
-        **common,
-        match=fields.choice("match", MATCH_MODES),
-        default_k=tuple(sorted(set(default_k))),
-        corpus=fields.get("corpus", str),
+        **described(record, path),
+        match=record.match,
+        default_k=tuple(sorted(set(record.default_k))),
+        corpus=record.corpus,
         parts=tuple(parts),
     )
 
 
 def read_corpus_spec(path: str | Path) -> CorpusDatasetSpec:
+    """The corpus spec of TOML file ``path`` (every problem at once, as :func:`read_suite_spec`)."""
     path = Path(path)
-    fields = _Fields(_load_toml(path), path)
-    fields.unknown(("name", "description", "passages", "license", "citation", "homepage", *_FILE_KEYS))
-    common = _common(fields)
-    passages = fields.get("passages", int, required=False)
-    return CorpusDatasetSpec(**common, file=_file(fields, CORPUS_FORMATS), passages=passages)
+    problems = Problems(path)
+    record = decode(load_toml(path), _CorpusRecord, problems)
+    if record is None:
+        problems.raise_any()
+    check_described(record, problems)
+    file = _file(record, CORPUS_FORMATS, problems)
+    problems.raise_any()
+    return CorpusDatasetSpec(**described(record, path), file=file, passages=record.passages)
 
 
 def read_training_spec(path: str | Path) -> TrainingDatasetSpec:
+    """The training-set spec of TOML file ``path`` (every problem at once)."""
     path = Path(path)
-    fields = _Fields(_load_toml(path), path)
-    fields.unknown(("name", "description", "examples", "license", "citation", "homepage", *_FILE_KEYS))
-    common = _common(fields)
-    examples = fields.get("examples", int, required=False)
-    if examples is not None and examples <= 0:
-        fields.fail("'examples' must be positive")
-    return TrainingDatasetSpec(**common, file=_file(fields, TRAINING_FORMATS), examples=examples)
+    problems = Problems(path)
+    record = decode(load_toml(path), _TrainingRecord, problems)
+    if record is None:
+        problems.raise_any()
+    check_described(record, problems)
+    if record.examples is not None and record.examples <= 0:
+        problems.add("'examples' must be positive")
+    file = _file(record, TRAINING_FORMATS, problems)
+    problems.raise_any()
+    return TrainingDatasetSpec(**described(record, path), file=file, examples=record.examples)
 
 
 @dataclass(frozen=True)

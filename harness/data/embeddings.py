@@ -28,18 +28,46 @@ from harness.api.embeddings import (
     EmbeddingsPart,
     ReleasedEmbeddings,
 )
-from harness.data.catalog import _common, _Fields, _load_toml, _location
+from harness.data.catalog import check_choice, check_described, check_location, described, load_toml
+from harness.data.specs import Problems, SpecRecord, decode
 from harness.errors import InputFileError
 
-_KEYS = (
-    "name", "description", "corpus", "encoder", "format", "parts", "rows", "dim", "id_prefix", "disk", "dtype",
-    "license", "citation", "homepage", "version", "reproduces",
-)
-_PART_KEYS = ("url", "path", "sha256", "md5", "size", "compression")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 #: Bytes of one stored vector component once imported (the float32 store).
 _FLOAT32 = 4
+
+
+class _PartRecord(SpecRecord, kw_only=True):
+    """One part's keys in an embeddings spec."""
+
+    url: str
+    path: str
+    sha256: str | None = None
+    md5: str | None = None
+    size: int | None = None
+    compression: str | None = None
+
+
+class _EmbeddingsRecord(SpecRecord, kw_only=True):
+    """The keys of an ``embeddings/NAME.toml`` spec (``datasets_spec/README.md``)."""
+
+    name: str
+    description: str
+    corpus: str
+    encoder: str
+    format: str
+    parts: list[_PartRecord]
+    rows: int
+    dim: int
+    id_prefix: str = ""
+    disk: int | None = None
+    dtype: str = "float32"
+    license: str = ""
+    citation: str = ""
+    homepage: str = ""
+    version: str = ""
+    reproduces: str = ""
 
 
 #: Bounds far above any release (DPR's Wikipedia: 21M rows of 768; a 1 PB download), so a spec
@@ -47,14 +75,16 @@ _FLOAT32 = 4
 _MOST = {"rows": 10**12, "dim": 1 << 16, "disk": 1 << 50}
 
 
-def _positive(fields: _Fields, key: str, *, required: bool) -> int | None:
-    value = fields.get(key, int, required=required)
+def _positive(value: int | None, key: str, problems: Problems) -> bool:
+    """Whether ``value`` (when given) is positive and within :data:`_MOST`; else a problem."""
     if value is not None and value <= 0:
-        fields.fail(f"{fields.prefix}{key!r} must be positive, got {value}")
+        problems.add(f"{key!r} must be positive, got {_short_int(value)}")
+        return False
     most = _MOST.get(key)
     if value is not None and most is not None and value > most:
-        fields.fail(f"{fields.prefix}{key!r} must be at most {most:,}, got {_short_int(value)}")
-    return value
+        problems.add(f"{key!r} must be at most {most:,}, got {_short_int(value)}")
+        return False
+    return True
 
 
 def _short_int(value: int) -> str:
@@ -65,16 +95,14 @@ def _short_int(value: int) -> str:
     return f"an integer of {len(digits)} digits" if digits is not None else "an integer of over 1,200 digits"
 
 
-def _part(fields: _Fields) -> EmbeddingsPart:
-    fields.unknown(_PART_KEYS)
-    url, path, sha256, size = _location(fields)
-    md5 = fields.get("md5", str, required=False)
-    if md5 is not None and not _MD5.match(md5):
-        fields.fail(f"{fields.prefix}'md5' must be 32 lowercase hex digits")
-    compression = fields.choice("compression", PART_COMPRESSIONS, required=False)
+def _part(record: _PartRecord, problems: Problems, prefix: str) -> EmbeddingsPart:
+    check_location(record, problems, prefix=prefix)
+    if record.md5 is not None and not _MD5.match(record.md5):
+        problems.add(f"{prefix}'md5' must be 32 lowercase hex digits")
+    check_choice(record.compression, PART_COMPRESSIONS, "compression", problems, prefix=prefix)
     return EmbeddingsPart(
-        url=url, path=path, sha256=sha256, size=size, md5=md5,
-        compression=compression,
+        url=record.url, path=record.path, sha256=record.sha256, size=record.size, md5=record.md5,
+        compression=record.compression,
     )
 
 
@@ -82,71 +110,72 @@ def _part(fields: _Fields) -> EmbeddingsPart:
 _FORMAT_COMPRESSIONS = {"faiss-flat": PART_COMPRESSIONS, "contriever-pickle": ("tar",)}
 
 
-def _check_layout(fields: _Fields, layout: str, dtype: str, parts: list[EmbeddingsPart]) -> None:
+def _check_layout(problems: Problems, layout: str, dtype: str, parts: list[EmbeddingsPart]) -> None:
     """What the format's reader can read: the archives it opens, and a faiss flat index's float32
     vectors in one archive (pyserini's) or as its two files ``index`` and ``docid``."""
     allowed = _FORMAT_COMPRESSIONS.get(layout, ())
     for index, part in enumerate(parts):
         if part.compression is not None and part.compression not in allowed:
             what = f"one of {', '.join(allowed)}" if allowed else "left out (its parts are read as they are)"
-            fields.fail(f"'parts[{index}].compression' {part.compression!r} is not read by format {layout!r}: "
-                        f"it must be {what}")
+            problems.add(f"'parts[{index}].compression' {part.compression!r} is not read by format {layout!r}: "
+                         f"it must be {what}")
     if layout != "faiss-flat":
         return
     if dtype != "float32":
-        fields.fail(f"'dtype' must be float32 for format 'faiss-flat' (a faiss flat index stores float32), got {dtype!r}")
+        problems.add(f"'dtype' must be float32 for format 'faiss-flat' (a faiss flat index stores float32), got {dtype!r}")
     names = sorted(part.path.rsplit("/", 1)[-1] for part in parts)
     one_archive = len(parts) == 1 and parts[0].compression is not None
     two_files = names == ["docid", "index"] and all(part.compression is None for part in parts)
     if not (one_archive or two_files):
-        fields.fail("'parts' of format 'faiss-flat' must be one archive (compression = \"tar.gz\" or \"tar\", as "
-                    "pyserini ships it) or two files whose paths end in /index and /docid")
+        problems.add("'parts' of format 'faiss-flat' must be one archive (compression = \"tar.gz\" or \"tar\", as "
+                     "pyserini ships it) or two files whose paths end in /index and /docid")
 
 
 def read_embeddings_spec(path: str | Path) -> ReleasedEmbeddings:
-    """The :class:`ReleasedEmbeddings` of an ``embeddings/NAME.toml`` spec; a problem is one
-    :class:`InputFileError` naming the file and the key."""
+    """The :class:`ReleasedEmbeddings` of an ``embeddings/NAME.toml`` spec; every problem of the
+    file is in one :class:`InputFileError` naming it and the keys."""
     path = Path(path)
-    fields = _Fields(_load_toml(path), path)
-    fields.unknown(_KEYS)
-    common = _common(fields)
-    common.pop("source")
+    problems = Problems(path)
+    record = decode(load_toml(path), _EmbeddingsRecord, problems)
+    if record is None:
+        problems.raise_any()
+    check_described(record, problems)
     for key in ("corpus", "encoder"):
-        value = fields.get(key, str)
+        value = getattr(record, key)
         if not _NAME.match(value):
-            fields.fail(f"{key!r} must be a {'corpus' if key == 'corpus' else 'encoder preset'} name, got {value!r}")
-    raw_parts = fields.get("parts", list)
-    if not raw_parts:
-        fields.fail("'parts' must list at least one part")
-    parts = []
-    for index, raw in enumerate(raw_parts):
-        if not isinstance(raw, dict):
-            fields.fail(f"'parts[{index}]' must be a table")
-        parts.append(_part(_Fields(raw, path, prefix=f"parts[{index}].")))
+            problems.add(f"{key!r} must be a {'corpus' if key == 'corpus' else 'encoder preset'} name, got {value!r}")
+    if not record.parts:
+        problems.add("'parts' must list at least one part")
+    parts = [_part(part, problems, f"parts[{index}].") for index, part in enumerate(record.parts)]
     seen: dict[str, int] = {}
     for index, part in enumerate(parts):
         if part.path in seen:
-            fields.fail(f"'parts[{index}].path' is also the path of parts[{seen[part.path]}] ({part.path})")
+            problems.add(f"'parts[{index}].path' is also the path of parts[{seen[part.path]}] ({part.path})")
         seen[part.path] = index
-    id_prefix = fields.get("id_prefix", str, required=False, default="")
-    if any(c.isspace() for c in id_prefix):
-        fields.fail(f"'id_prefix' must not contain white space, got {id_prefix!r}")
-    layout = fields.choice("format", EMBEDDING_FORMATS)
-    dtype = fields.choice("dtype", EMBEDDING_DTYPES, required=False) or "float32"
-    _check_layout(fields, layout, dtype, parts)
+    if any(c.isspace() for c in record.id_prefix):
+        problems.add(f"'id_prefix' must not contain white space, got {record.id_prefix!r}")
+    check_choice(record.format, EMBEDDING_FORMATS, "format", problems)
+    check_choice(record.dtype, EMBEDDING_DTYPES, "dtype", problems)
+    for key in ("rows", "dim", "disk"):
+        _positive(getattr(record, key), key, problems)
+    if not problems:
+        _check_layout(problems, record.format, record.dtype, parts)
+    problems.raise_any()
+    common = described(record, path)
+    common.pop("source")
     return ReleasedEmbeddings(
         **common,
-        corpus=fields.data["corpus"],
-        encoder=fields.data["encoder"],
-        format=layout,
+        corpus=record.corpus,
+        encoder=record.encoder,
+        format=record.format,
         parts=tuple(parts),
-        rows=_positive(fields, "rows", required=True),
-        dim=_positive(fields, "dim", required=True),
-        id_prefix=id_prefix,
-        disk=_positive(fields, "disk", required=False),
-        dtype=dtype,
-        version=fields.get("version", str, required=False, default=""),
-        reproduces=fields.get("reproduces", str, required=False, default=""),
+        rows=record.rows,
+        dim=record.dim,
+        id_prefix=record.id_prefix,
+        disk=record.disk,
+        dtype=record.dtype,
+        version=record.version,
+        reproduces=record.reproduces,
         source=str(path),
     )
 

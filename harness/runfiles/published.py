@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import PublishedRow, PublishedRun, PublishedTable
-from harness.data.catalog import _common, _Fields, _file, _load_toml
+import msgspec
+
+from harness.data.catalog import _PINNED, check_choice, check_described, check_location, described, load_toml
+from harness.data.specs import Problems, SpecRecord, decode
 from harness.errors import HarnessError, InputFileError
 from harness.runfiles.registered import format_names
 from harness.runfiles.archives import COMPRESSIONS, PER_PART
@@ -27,63 +30,90 @@ from harness.runfiles.archives import COMPRESSIONS, PER_PART
 #: of that name exists.
 PREFIX = "published:"
 
-_KEYS = (
-    "name", "description", "suite", "format", "url", "path", "sha256", "size", "compression", "member", "depth", "k",
-    "retriever", "checkpoint", "license", "citation", "homepage", "version", "reproduces",
-)
+class _Reproduces(SpecRecord, kw_only=True):
+    """The published row a run reproduces: its table's name and the row's system."""
+
+    table: str
+    system: str
+
+
+class _RunRecord(SpecRecord, kw_only=True):
+    """The keys of a ``runs/NAME.toml`` spec (``datasets_spec/README.md``)."""
+
+    MESSAGES = {"k": "must be a list of positive integers"}
+
+    name: str
+    description: str
+    suite: str
+    format: str
+    url: str
+    path: str
+    sha256: str | None = None
+    size: int | None = None
+    compression: str | None = None
+    member: str | None = None
+    depth: int | None = None
+    k: list[int] = msgspec.field(default_factory=list)
+    retriever: str = ""
+    checkpoint: str = ""
+    license: str = ""
+    citation: str = ""
+    homepage: str = ""
+    version: str = ""
+    reproduces: _Reproduces | None = None
 
 
 def read_run_spec(path: str | Path) -> PublishedRun:
-    """The :class:`PublishedRun` of a ``runs/NAME.toml`` spec; a problem is one
-    :class:`InputFileError` naming the file and the key."""
+    """The :class:`PublishedRun` of a ``runs/NAME.toml`` spec; every problem of the file is in one
+    :class:`InputFileError` naming it and the keys."""
     path = Path(path)
-    data = _load_toml(path)
-    fields = _Fields(data, path)
-    fields.unknown(_KEYS)
-    common = _common(fields)
-    compression = fields.choice("compression", COMPRESSIONS, required=False)
-    member = fields.get("member", str, required=False)
-    if member is not None and compression != "tar.gz":
-        fields.fail("'member' is only for compression = \"tar.gz\" (the file to read inside the archive)")
-    if member is not None and (not member or member.startswith("/") or ".." in member.split("/")):
-        fields.fail(f"'member' must be a relative name inside the archive, got {member!r}")
-    if member is not None and "{" in member and member != PER_PART:
-        fields.fail(f"'member' is a file name inside the archive, or \"{PER_PART}\" for one .json member per suite part; got {member!r}")
-    file = _file(_Fields({k: v for k, v in data.items() if k in ("url", "path", "sha256", "size", "format")}, path), tuple(format_names()))
-    suite = fields.get("suite", str)
-    if not re.match(r"^[a-z0-9][a-z0-9._-]*$", suite):
-        fields.fail(f"'suite' must be a suite name, got {suite!r}")
-    depth = fields.get("depth", int, required=False)
+    problems = Problems(path)
+    record = decode(load_toml(path), _RunRecord, problems)
+    if record is None:
+        problems.raise_any()
+    check_described(record, problems)
+    check_choice(record.compression, COMPRESSIONS, "compression", problems)
+    member = record.member
+    if member is not None and record.compression != "tar.gz":
+        problems.add("'member' is only for compression = \"tar.gz\" (the file to read inside the archive)")
+    elif member is not None and (not member or member.startswith("/") or ".." in member.split("/")):
+        problems.add(f"'member' must be a relative name inside the archive, got {member!r}")
+    elif member is not None and "{" in member and member != PER_PART:
+        problems.add(f"'member' is a file name inside the archive, or \"{PER_PART}\" for one .json member per suite part; got {member!r}")
+    check_location(record, problems)
+    check_choice(record.format, tuple(format_names()), "format", problems)
+    if _PINNED.search(record.url) and record.sha256 is None:
+        problems.add("'sha256' is required: the URL is pinned to a commit")
+    if not re.match(r"^[a-z0-9][a-z0-9._-]*$", record.suite):
+        problems.add(f"'suite' must be a suite name, got {record.suite!r}")
+    depth = record.depth
     if depth is not None and depth < 1:
-        fields.fail("'depth' must be positive")
-    k = fields.get("k", list, required=False, default=[])
-    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in k):
-        fields.fail("'k' must be a list of positive integers")
-    if depth is not None and any(x > depth for x in k):
-        fields.fail(f"'k' asks for cutoffs deeper than 'depth' ({depth})")
-    reproduces = fields.get("reproduces", dict, required=False, default={})
-    row = _Fields(reproduces, path, prefix="reproduces.")
-    row.unknown(("table", "system"))
-    table = row.get("table", str, required=bool(reproduces))
-    system = row.get("system", str, required=bool(reproduces))
+        problems.add("'depth' must be positive")
+    if not all(x >= 1 for x in record.k):
+        problems.add("'k' must be a list of positive integers")
+    elif depth is not None and depth >= 1 and any(x > depth for x in record.k):
+        problems.add(f"'k' asks for cutoffs deeper than 'depth' ({depth})")
+    problems.raise_any()
+    common = described(record, path)
     common.pop("source")
+    reproduces = record.reproduces
     return PublishedRun(
         **common,
-        suite=suite,
-        format=file.format,
-        url=file.url,
-        path=file.path,
-        sha256=file.sha256,
-        size=file.size,
-        compression=compression,
+        suite=record.suite,
+        format=record.format,
+        url=record.url,
+        path=record.path,
+        sha256=record.sha256,
+        size=record.size,
+        compression=record.compression,
         member=member,
         depth=depth,
-        k=tuple(sorted(set(k))),
-        retriever=fields.get("retriever", str, required=False, default=""),
-        checkpoint=fields.get("checkpoint", str, required=False, default=""),
-        table=table or "",
-        system=system or "",
-        version=fields.get("version", str, required=False, default=""),
+        k=tuple(sorted(set(record.k))),
+        retriever=record.retriever,
+        checkpoint=record.checkpoint,
+        table=reproduces.table if reproduces is not None else "",
+        system=reproduces.system if reproduces is not None else "",
+        version=record.version,
         source=str(path),
     )
 
