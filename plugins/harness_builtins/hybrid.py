@@ -357,7 +357,8 @@ def register_retrievers(register):
             name="hybrid",
             description=(
                 "pyserini's sparse+dense hybrid: dense + alpha*sparse over the union of each side's "
-                "top-depth, a missing side taking its minimum score; alpha per suite (PROTOCOL 5)"
+                "top-depth, a missing side taking its minimum score; alpha per suite (Ma et al. 2021, "
+                "arXiv:2104.05740)"
             ),
             load=load_hybrid,
             options=HYBRID_OPTIONS,

@@ -55,6 +55,11 @@ def register_encoders(register):
 
 @hookimpl
 def register_retrievers(register):
+    from harness.data.needs import declare_retriever_needs
+    from harness_builtins.dense.art_checkpoints import needed_files
+
+    declare_retriever_needs("art", needed_files)  # the files each downloads, for harness data missing
+    declare_retriever_needs("mss", functools.partial(needed_files, checkpoint="mss"))
     for entry in registry.encoders().entries():
         spec = entry.spec
         owner = "" if entry.plugin == "dense" else f" [encoder from plugin {entry.plugin!r}]"
@@ -80,7 +85,10 @@ def register_retrievers(register):
     register(
         RetrieverSpec(
             name="specialised",
-            description="one question encoder per part of the suite over one passage index: -o path=OUT of harness train --variant specialised (seed 003)",
+            description=(
+                "one question encoder per part of the suite over one passage index: -o path=OUT of harness "
+                "train --variant specialised (Sciavolino et al. 2021, arXiv:2109.08535, §4)"
+            ),
             load=_load_specialised,
             options=Options({"path": path(required=True, help="the output folder of harness train --variant specialised")})
             | RUNTIME_OPTIONS | INDEX_OPTIONS,

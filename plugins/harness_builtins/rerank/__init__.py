@@ -86,16 +86,22 @@ def _load_cross_encoder(**options):
 def register_rerankers(register):
     register(RerankerSpec(
         name="upr",
-        description="UPR: log p(question | passage) under a seq2seq model (T5 lm-adapt, T0, Flan-T5; -R model=...), cached",
+        description=(
+            "UPR: log p(question | passage) under a seq2seq model (T5 lm-adapt, T0, Flan-T5; -R model=...), "
+            "cached (Sachan et al. 2022, arXiv:2204.07496)"
+        ),
         load=_load_upr,
         options=UPR_OPTIONS,
     ))
     register(RerankerSpec(
         name="late-interaction",
-        description="late-interaction head m^T[q; p; q*p; q-p] over a dual encoder's embeddings: -R path=CHECKPOINT",
+        description=(
+            "late-interaction head m^T[q; p; q*p; q-p] over a dual encoder's embeddings: -R path=CHECKPOINT "
+            "(Hoang 2022, NTU thesis, ch. 4)"
+        ),
         load=_load_late_interaction,
         options=LATE_INTERACTION_OPTIONS,
-        depth=200,  # as in seed 004
+        depth=200,  # as in Hoang 2022, ch. 4
     ))
     register(RerankerSpec(
         name="cross-encoder",
