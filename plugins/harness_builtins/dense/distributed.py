@@ -167,7 +167,7 @@ def _prepare(identity: str, corpus: Corpus, path: Path, shard_size: int) -> tupl
         raise HarnessError(f"{path}: meta.json says {meta.get('passages')} passages, the corpus has {count}; delete it")
     # No rank of this job is writing yet, and one job builds a cache at a time: every shard
     # temporary here is a crashed run's (on any machine; a pid check would only see this one's).
-    for tmp in [*path.glob(".emb-*.tmp"), *path.glob(".ids-*.tmp")]:
+    for tmp in [*path.glob(".emb-*.tmp"), *path.glob(".ids-*.tmp"), *path.glob(".f32-*.tmp")]:
         tmp.unlink(missing_ok=True)
     todo = resume_shards(path, meta)
     if meta.get("complete") and todo:

@@ -9,12 +9,20 @@ Layout of one cache (``<root>/<corpus name>-<key>/``; the dense retrievers use
   :data:`FLOAT32_MAX_PASSAGES` passages, float16 beyond), :data:`DEFAULT_SHARD_SIZE` passages each
   (the last one fewer), in corpus order, opened with ``mmap_mode="r"``.
 - ``ids-00000.npy`` ...: the passage ids of those rows (UTF-8 bytes, numpy ``S`` dtype): row to id.
+- ``f32-00000.npy`` ...: in a float16 cache, the encoder's float32 vectors of the same rows
+  (``meta["reference_dtype"]``: ``float32``), read only for each question's candidates.
 - ``index-*.faiss``: built approximate indexes (see :mod:`harness_builtins.dense.index`).
 
 **Precision.** A corpus of up to :data:`FLOAT32_MAX_PASSAGES` passages keeps the encoder's float32
-vectors exactly, so every score the search computes is the model's own; a larger one keeps float16
-(DPR's 21M x 768: 30 GiB instead of 60), whose rounding (a relative 2^-11 per coordinate) the
-search measures against each question's scores and reports where it could decide a ranking.
+vectors exactly, so every score the search computes is the model's own. A larger one keeps a
+float16 search copy (DPR's 21M x 768: 30 GiB, searched on CPU or copied to GPUs) and, beside it,
+the float32 vectors (``f32-*.npy``, twice the float16 bytes: 60 GiB more for DPR's 21M, 90 GiB
+in all), from which the final ranking re-scores each question's candidates: the search proves its
+candidates hold the float32 top-k from the float16 rounding bound
+(:mod:`~harness_builtins.dense.bounds`), so the ranking is the encoder's own. A float16 cache
+written before the float32 copy existed (no ``reference_dtype``) is still searched; its rankings
+are made from the float16 values, and the questions whose top-k the rounding could have changed
+are counted.
 
 **Imported releases** (:mod:`harness_builtins.dense.released.importer`, ``-o embeddings=NAME``)
 are caches of this same layout under ``<root>/<corpus name>-release-<key>/``, keyed by the
@@ -72,6 +80,10 @@ DEFAULT_SHARD_SIZE = 100_000
 DEFAULT_CHUNK_SIZE = 1024
 META_FILE = "meta.json"
 DTYPE = np.float16
+#: The dtype of a float16 cache's reference copy (``f32-*.npy``), recorded as ``reference_dtype``.
+REFERENCE_DTYPE = np.float32
+#: float16's largest finite value: a float16 cache refuses vectors beyond it.
+FLOAT16_MAX = float(np.finfo(np.float16).max)
 #: Corpora up to this many passages keep float32 vectors (2M x 768 = 5.7 GiB); larger ones float16.
 FLOAT32_MAX_PASSAGES = 2_000_000
 
@@ -142,6 +154,13 @@ class EmbeddingCache:
         rows = sum(len(s) for s in self.shards)
         if rows != self.count or any(len(a) != len(b) for a, b in zip(self.shards, self.ids)):
             raise HarnessError(f"{path}: embedding shards hold {rows} rows, meta.json says {self.count}; delete it")
+        #: A float16 cache's float32 copy (``f32-*.npy``), memory-mapped; None when the stored
+        #: shards are the reference themselves.
+        self.reference: list[np.ndarray] | None = None
+        if has_reference(meta):
+            self.reference = [np.load(path / shard_name("f32", s), mmap_mode="r") for s in range(n)]
+            if any(r.shape != v.shape or r.dtype != REFERENCE_DTYPE for r, v in zip(self.reference, self.shards)):
+                raise HarnessError(f"{path}: its float32 shards (f32-*.npy) do not match its float16 ones; delete it")
         #: Passages this process encoded to complete the cache, and the seconds it took (0 and 0.0
         #: when it was complete already: :func:`embed_corpus` sets them).
         self.encoded: int = 0
@@ -182,15 +201,31 @@ class EmbeddingCache:
         offset = rows - shard * self.shard_size
         return [self.ids[s][o].decode("utf-8") for s, o in zip(shard.tolist(), offset.tolist())]
 
-    def rows(self, rows: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
+    def rows(self, rows: np.ndarray, dtype: Any = np.float64, *, shards: list[np.ndarray] | None = None) -> np.ndarray:
         """The stored vectors of ``rows`` (any order, repeats allowed), converted to ``dtype``."""
+        shards = self.shards if shards is None else shards
         rows = np.asarray(rows, dtype=np.int64).ravel()
         out = np.empty((len(rows), self.dim), dtype=dtype)
         shard = rows // self.shard_size
         for s in np.unique(shard).tolist():
             chosen = shard == s
-            out[chosen] = self.shards[s][rows[chosen] - s * self.shard_size]
+            out[chosen] = shards[s][rows[chosen] - s * self.shard_size]
         return out
+
+    def reference_rows(self, rows: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
+        """The encoder's vectors of ``rows``: the float32 copy of a float16 cache (only these rows
+        are read), else the stored ones."""
+        return self.rows(rows, dtype, shards=self.reference)
+
+    @property
+    def rounded(self) -> bool:
+        """Whether the only vectors kept are a float16 rounding of the encoder's (a float16 cache
+        without its float32 copy): rankings are then made from rounded values."""
+        return self.reference is None and bool(self.shards) and self.shards[0].dtype == np.float16
+
+    def reference_bytes(self) -> int:
+        """Bytes of the float32 copy beside a float16 cache (0 without one)."""
+        return int(sum(r.nbytes for r in self.reference)) if self.reference is not None else 0
 
     def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
         """``n`` distinct rows' vectors (float32), uniformly at random; all when ``n >= len``."""
@@ -295,6 +330,11 @@ def embed_corpus(
     return cache
 
 
+def has_reference(meta: dict[str, Any]) -> bool:
+    """Whether a cache keeps float32 copies (``f32-*.npy``) beside float16 shards."""
+    return meta.get("reference_dtype") == np.dtype(REFERENCE_DTYPE).name and meta.get("dtype") == np.dtype(DTYPE).name
+
+
 def shard_rows(meta: dict[str, Any], shard: int) -> int:
     return min(meta["shard_size"], meta["passages"] - shard * meta["shard_size"])
 
@@ -335,6 +375,14 @@ def _shard_width(path: Path, meta: dict[str, Any], shard: int) -> int | str:
         return f"{shard_name('emb', shard)} holds {vectors.dtype} of shape {vectors.shape}, {expected}"
     if names.dtype.kind != "S" or names.shape != (rows,):
         return f"{shard_name('ids', shard)} holds {names.dtype} of shape {names.shape}, expected {rows} ids"
+    if has_reference(meta):
+        try:
+            reference = np.load(path / shard_name("f32", shard), mmap_mode="r")
+        except (OSError, ValueError, EOFError, TypeError) as exc:
+            return f"{shard_name('f32', shard)} cannot be read ({type(exc).__name__})"
+        if reference.dtype != REFERENCE_DTYPE or reference.shape != vectors.shape:
+            return (f"{shard_name('f32', shard)} holds {reference.dtype} of shape {reference.shape}, expected "
+                    f"{vectors.shape} float32")
     return int(vectors.shape[1])
 
 
@@ -378,6 +426,7 @@ def resume_shards(path: Path, meta: dict[str, Any]) -> list[int]:
     for s in states.damaged:
         (path / shard_name("emb", s)).unlink(missing_ok=True)
         (path / shard_name("ids", s)).unlink(missing_ok=True)
+        (path / shard_name("f32", s)).unlink(missing_ok=True)
     if meta.get("dim") is None and states.dim is not None:
         meta["dim"] = states.dim
         _write_json_atomic(path / META_FILE, meta)
@@ -402,7 +451,7 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
     if meta is not None:
         return meta
     path.mkdir(parents=True, exist_ok=True)
-    for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("index-*")]:
+    for stale in [*path.glob("emb-*.npy"), *path.glob("ids-*.npy"), *path.glob("f32-*.npy"), *path.glob("index-*")]:
         stale.unlink()
     meta = {
         "format": CACHE_FORMAT,
@@ -415,6 +464,7 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
         "shards": (count + shard_size - 1) // shard_size,
         "dim": None,
         "dtype": dtype.name,
+        **({"reference_dtype": np.dtype(REFERENCE_DTYPE).name} if dtype == np.dtype(DTYPE) else {}),
         "complete": False,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -512,32 +562,50 @@ def _write_shard(
     record_dim: bool,
     advance: Callable[[int], None],
 ) -> None:
-    """Encode ``rows`` passages into a memory-mapped temporary, then rename the ids and the
-    vectors into place (in that order: the shard is done once ``emb-*.npy`` exists)."""
+    """Encode ``rows`` passages into a memory-mapped temporary, then rename the ids, the float32
+    copy (a float16 cache's) and the vectors into place (in that order: the shard is done once
+    ``emb-*.npy`` exists)."""
     tmp_ids = path / f".{shard_name('ids', shard)}.{os.getpid()}.tmp"
     tmp_emb = path / f".{shard_name('emb', shard)}.{os.getpid()}.tmp"
+    tmp_ref = path / f".{shard_name('f32', shard)}.{os.getpid()}.tmp"
+    keep_reference = has_reference(meta)
     vectors: np.ndarray | None = None
+    reference: np.ndarray | None = None
     ids: list[str] = []
     try:
         while len(ids) < rows:
             chunk = list(itertools.islice(passages, min(chunk_size, rows - len(ids))))
             out = _encode_chunk(encoder, chunk, path, meta, record_dim=record_dim)
             if vectors is None:
-                vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=np.dtype(meta["dtype"]), shape=(rows, meta["dim"]))
-            vectors[len(ids) : len(ids) + len(chunk)] = out
+                shape = (rows, meta["dim"])
+                vectors = np.lib.format.open_memmap(tmp_emb, mode="w+", dtype=np.dtype(meta["dtype"]), shape=shape)
+                if keep_reference:
+                    reference = np.lib.format.open_memmap(tmp_ref, mode="w+", dtype=REFERENCE_DTYPE, shape=shape)
+            if reference is not None:
+                # the float16 copy is the rounding of these float32 values (the search's bounds say so)
+                reference[len(ids) : len(ids) + len(chunk)] = out
+                vectors[len(ids) : len(ids) + len(chunk)] = reference[len(ids) : len(ids) + len(chunk)]
+            else:
+                vectors[len(ids) : len(ids) + len(chunk)] = out
             ids.extend(p.id for p in chunk)
             advance(len(chunk))
         vectors.flush()
         vectors = None
+        if reference is not None:
+            reference.flush()
+            reference = None
         width = max(1, max(len(i.encode("utf-8")) for i in ids))
         with open(tmp_ids, "wb") as f:
             np.save(f, np.array([i.encode("utf-8") for i in ids], dtype=f"S{width}"))
         os.replace(tmp_ids, path / shard_name("ids", shard))
+        if keep_reference:
+            os.replace(tmp_ref, path / shard_name("f32", shard))
         os.replace(tmp_emb, path / shard_name("emb", shard))
     except BaseException:
-        vectors = None
+        vectors = reference = None
         tmp_ids.unlink(missing_ok=True)
         tmp_emb.unlink(missing_ok=True)
+        tmp_ref.unlink(missing_ok=True)
         raise
 
 
@@ -549,6 +617,10 @@ def _encode_chunk(encoder: Encoder, chunk: list[Passage], path: Path, meta: dict
         raise HarnessError(f"encoder returned an array of shape {out.shape} for {len(chunk)} passages")
     if not np.isfinite(out).all():
         raise HarnessError("encoder returned NaN or infinite values")
+    if np.dtype(meta["dtype"]) == np.dtype(DTYPE) and out.size and float(np.abs(out).max()) > FLOAT16_MAX:
+        raise HarnessError(f"encoder returned a value of magnitude {float(np.abs(out).max()):.4g}, beyond float16's "
+                           f"{FLOAT16_MAX:g}: a corpus of over {FLOAT32_MAX_PASSAGES:,} passages keeps a float16 "
+                           "search copy")
     if meta["dim"] is None:
         meta["dim"] = int(out.shape[1])
         if record_dim:

@@ -49,6 +49,7 @@ import numpy as np
 from harness.errors import HarnessError, warn
 from harness.util.progress import progress as progress_bar
 
+from harness_builtins.dense import bounds
 from harness_builtins.dense.embeddings import EmbeddingCache
 from harness_builtins.dense.options import INDEX_OPTIONS
 
@@ -132,20 +133,34 @@ class MappedFlatIP:
         self.block_rows = block_rows or MAPPED_BLOCK_ROWS
         self.ntotal = len(cache)
         self.d = cache.dim
+        #: The largest row norm, learnt by the first search (each block's, as it is read).
+        self.vmax: float | None = None
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
         heap = faiss.ResultHeap(len(queries), k, keep_max=True)
         offset = 0
+        largest = 0.0
         for shard in self.cache.shards:
             for start in range(0, len(shard), self.block_rows):
                 block = np.ascontiguousarray(shard[start : start + self.block_rows], dtype=np.float32)
+                if self.vmax is None and len(block):
+                    largest = max(largest, _largest_norm(block))
                 scores, rows = faiss.knn(queries, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
                 heap.add_result(scores, np.where(rows >= 0, rows + (offset + start), -1))
             offset += len(shard)
         heap.finalize()
+        if self.vmax is None:
+            self.vmax = largest
         return heap.D, heap.I
+
+
+def _largest_norm(vectors: np.ndarray) -> float:
+    """The largest row norm of ``vectors`` (summed in float64, raised by a relative 2^-40 so that
+    it bounds the exact norm)."""
+    wide = np.asarray(vectors, np.float64)
+    return float(np.sqrt(np.einsum("ij,ij->i", wide, wide).max())) * (1 + 2.0**-40)
 
 
 #: faiss's GPU k-selection handles k up to this; larger k searches a CPU copy.
@@ -208,6 +223,10 @@ class DenseIndex:
         self.cpu_index: Any | None = None
         #: How searches are computed: device kind and count, score precision (for the result).
         self.compute: dict[str, Any] = {"search_device": "cpu", "search_devices": 1, "search_precision": "fp32"}
+        if config.kind != "flat":
+            self.compute.update(approximate_search(config))
+        #: The largest norm of the rows the index searches (a faiss flat index's, set when added).
+        self.vmax: float | None = None
 
     @property
     def dim(self) -> int:
@@ -242,18 +261,23 @@ class DenseIndex:
             from harness_builtins.dense import gpu_flat
 
             devices = flat_devices(config)
+            # a float32 cache is searched in float32 where it fits, else from a float16 copy
+            full = bool(cache.shards) and cache.shards[0].dtype == np.float32
+            if devices and full and not gpu_flat.shortfall(d, len(cache), devices, itemsize=4):
+                return cls._torch_flat(cache, config, devices, progress, full=True)
             if devices and (short := gpu_flat.shortfall(d, len(cache), devices)):
                 if config.gpu == "true":
                     raise HarnessError(f"gpu=true but the exact index does not fit: {short}")
                 warn_once("fit", f"the exact index does not fit the GPUs ({short}): it searches on CPU")
                 devices = []
             if devices:
-                return cls._torch_flat(cache, config, devices, progress)
+                return cls._torch_flat(cache, config, devices, progress, full=False)
             if 4 * d * len(cache) > FLAT_RAM_SHARE * physical_memory():
                 return cls(MappedFlatIP(cache), cache, config)
             index = faiss.IndexFlatIP(d)
-            _add(index, cache, progress)
-            return cls(index, cache, config)
+            built = cls(index, cache, config)
+            built.vmax = _add(index, cache, progress)
+            return built
 
         saved = cache.path / f"index-{config.kind}-{config.build_key()}.faiss"
         phi = None
@@ -284,14 +308,22 @@ class DenseIndex:
         return built
 
     @classmethod
-    def _torch_flat(cls, cache: EmbeddingCache, config: IndexConfig, devices: list[str], progress: bool) -> DenseIndex:
-        from harness_builtins.dense.gpu_flat import SEARCH_PRECISION, TorchFlatIP
+    def _torch_flat(cls, cache: EmbeddingCache, config: IndexConfig, devices: list[str], progress: bool, *,
+                    full: bool) -> DenseIndex:
+        """The torch flat index: float32 rows (``full``, a float32 cache that fits) or float16."""
+        import torch
+
+        from harness_builtins.dense.gpu_flat import SEARCH_PRECISION, SEARCH_PRECISION_FP32, TorchFlatIP
 
         with progress_bar(total=len(cache), desc="dense index (gpu)", unit="vec", enabled=progress) as bar:
-            index = TorchFlatIP.from_shards(cache.shards, cache.dim, len(cache), devices, on_rows=bar.update)
+            index = TorchFlatIP.from_shards(cache.shards, cache.dim, len(cache), devices, on_rows=bar.update,
+                                            dtype=torch.float32 if full else torch.float16)
+        if cache.reference is not None:
+            index.rounded = True  # float16 rows of a cache whose ranking comes from its float32 copy
         built = cls(index, cache, config, on_gpu=True)
         built.compute = {"search_device": devices[0].split(":")[0], "search_devices": len(devices),
-                         "search_precision": SEARCH_PRECISION, "index_bytes": index.memory_bytes()}
+                         "search_precision": SEARCH_PRECISION_FP32 if full else SEARCH_PRECISION,
+                         "index_bytes": index.memory_bytes()}
         return built
 
     def _ivfpq_to_gpu(self, config: IndexConfig) -> None:
@@ -315,7 +347,8 @@ class DenseIndex:
         self.index = faiss.index_cpu_to_gpu(resources, 0, self.index, options)
         self.keep.append(resources)
         self.on_gpu = True
-        self.compute = {"search_device": "cuda", "search_devices": 1, "search_precision": "fp16-lookup-tables"}
+        self.compute = {"search_device": "cuda", "search_devices": 1,
+                        **approximate_search(config, {"ivfpq_lookup_tables": "fp16"})}
 
     @staticmethod
     def _new_trained(config: IndexConfig, cache: EmbeddingCache, d: int) -> Any:
@@ -365,34 +398,109 @@ class DenseIndex:
     def passage_ids(self, rows: np.ndarray) -> list[str]:
         return self.cache.passage_ids(rows)
 
+    def search_bounded(self, queries: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(rows, ceiling)``: each question's best ``m`` candidate rows (``-1`` where fewer) and an
+        upper bound on the re-scored value (:func:`exact_scores` of the reference vectors) of every
+        row not among them (``-inf`` when every row is; see :mod:`~harness_builtins.dense.bounds`).
+        ``ceiling`` is None for an approximate index: it proves nothing."""
+        from harness_builtins.dense.gpu_flat import TorchFlatIP
+
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        m = min(int(m), len(self))
+        if self.config.kind != "flat":
+            return self.search(queries, m)[1], None
+        q2, q1 = bounds.norms(queries)
+        if isinstance(self.index, TorchFlatIP):
+            _, rows, ceiling = self.index.search_bounded(queries, m)
+            vmax = max(s.vmax for s in self.index.slices)
+        else:
+            scores, rows = self.search(queries, m)
+            vmax = self.index.vmax if isinstance(self.index, MappedFlatIP) else self.vmax
+            if vmax is None:
+                return rows, np.full(len(queries), np.inf)
+            ceiling = scores[:, -1].astype(np.float64) + bounds.float32_dot(self.dim, q2, vmax)
+            if self.cache.reference is not None:  # searched float16 rows, ranked by their float32 copy
+                ceiling = ceiling + bounds.float16_rounding(q2, q1, vmax)
+            if m >= len(self):
+                ceiling = np.full(len(queries), -np.inf)
+        if self.cache.reference is not None:
+            vmax = vmax * (1 + 2.0**-10)  # the float32 copy's norms, from the float16 rows'
+        return rows, ceiling + bounds.rescored(self.dim, q2, vmax)
+
     def ranked(self, queries: np.ndarray, k: int) -> Ranked:
         """The final top ``k`` of each query: the index's top ``k +`` :data:`RESCORE_MARGIN`
-        candidates re-scored exactly from the cached vectors (:func:`exact_scores`) and ordered by
-        those scores, equal scores by :func:`tie_key` of the passage id, never by row (corpus
-        position). With a float16 cache, questions whose top-``k`` scores all lie within the
-        rounding of the stored vectors (:func:`rounding_bounds`) are counted: their ranking is
-        decided by rounding (a collapsed encoder)."""
+        candidates re-scored exactly from the reference vectors (a float16 cache's float32 copy,
+        else the cached vectors: :func:`exact_scores`) and ordered by those scores, equal scores by
+        :func:`tie_key` of the passage id, never by row (corpus position).
+
+        An exact index's ranking is proven: its ``k``-th re-scored score must lie above the
+        ceiling of every row not among the candidates (:meth:`search_bounded`); where it does not
+        (many near-equal scores: a collapsed encoder), the question is searched again with
+        :data:`CANDIDATE_GROWTH` times the candidates, up to :data:`MAX_CANDIDATES` (or every row).
+        ``decided_by_rounding`` counts the questions left unproven, and, for a float16 cache
+        without its float32 copy, those whose top ``k`` (its rows or their order) the float16
+        rounding could have changed (:func:`rounding_bounds`)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         k = min(int(k), len(self))
         if len(queries) == 0 or k == 0:
             return Ranked(np.zeros((len(queries), 0), np.float32), [[] for _ in queries], 0)
-        _, rows = self.search(queries, min(k + RESCORE_MARGIN, len(self)))
-        half = self.cache.shards[0].dtype == np.float16 if self.cache.shards else False
         scores = np.full((len(queries), k), -np.inf, np.float32)
-        ids: list[list[str]] = []
-        by_rounding = 0
-        for q, query in enumerate(queries):
-            found = rows[q][rows[q] >= 0]
-            vectors = self.cache.rows(found)
-            exact = exact_scores(vectors, query)
-            names = self.cache.passage_ids(found)
-            order = np.lexsort((np.array([tie_key(n) for n in names], dtype=np.uint64), -exact.astype(np.float64)))[:k]
-            scores[q, : len(order)] = exact[order]
-            ids.append([names[i] for i in order])
-            if half and len(order) > 1:
-                bound = rounding_bounds(vectors[order[[0, -1]]], query)
-                by_rounding += int(exact[order[0]] - exact[order[-1]] <= bound.sum())
-        return Ranked(scores, ids, by_rounding)
+        ids: list[list[str]] = [[] for _ in queries]
+        unproven: dict[int, int] = {}
+        todo = np.arange(len(queries))
+        m = min(k + RESCORE_MARGIN, len(self))
+        while len(todo):
+            rows, ceilings = self.search_bounded(queries[todo], m)
+            again = []
+            for j, q in enumerate(todo.tolist()):
+                found = rows[j][rows[j] >= 0]
+                vectors = self.cache.reference_rows(found)
+                exact = exact_scores(vectors, queries[q])
+                names = self.cache.passage_ids(found)
+                order = np.lexsort((np.array([tie_key(n) for n in names], dtype=np.uint64), -exact.astype(np.float64)))
+                top = order[:k]
+                scores[q, :] = -np.inf
+                scores[q, : len(top)] = exact[top]
+                ids[q] = [names[i] for i in top]
+                ceiling = None if ceilings is None else float(ceilings[j])
+                proven = ceiling is None or (len(top) == k and ceiling < float(exact[top[-1]]))
+                if self.cache.rounded and ceiling is not None:
+                    unproven[q] = int(not proven or _rounding_could_change(vectors, exact, order, k, queries[q], ceiling))
+                else:
+                    unproven[q] = int(not proven)
+                if not proven:
+                    again.append(q)
+            if m >= min(len(self), MAX_CANDIDATES):
+                break
+            todo = np.array(again, dtype=np.int64)
+            m = min(m * CANDIDATE_GROWTH, len(self), MAX_CANDIDATES)
+        return Ranked(scores, ids, sum(unproven.values()))
+
+
+#: A question whose ranking the candidates cannot prove is searched again with this many times
+#: the candidates, up to :data:`MAX_CANDIDATES` (or every row).
+CANDIDATE_GROWTH = 8
+MAX_CANDIDATES = 16_384
+
+
+def _rounding_could_change(vectors: np.ndarray, exact: np.ndarray, order: np.ndarray, k: int, query: np.ndarray,
+                           ceiling: float) -> bool:
+    """Whether float16 rounding of the stored ``vectors`` (the encoder's values unknown) could have
+    changed the top ``k`` that ``order`` gives: two neighbours in it whose scores' rounding
+    intervals meet (equal scores included), or its last one's meeting a lower candidate's or the
+    ceiling of the rows not re-scored (raised by the largest rounding)."""
+    bound = rounding_bounds(vectors, query)
+    top = order[:k]
+    low = exact[top].astype(np.float64) - bound[top]
+    high = exact[top].astype(np.float64) + bound[top]
+    if len(top) > 1 and np.any(low[:-1] <= high[1:]):
+        return True
+    rest = order[k:]
+    beyond = max([float((exact[rest].astype(np.float64) + bound[rest]).max())] if len(rest) else [-np.inf])
+    q2, q1 = bounds.norms(query[None, :])
+    largest = float(np.sqrt(np.einsum("ij,ij->i", vectors, vectors).max())) if len(vectors) else 0.0
+    outside = ceiling + float(bounds.float16_rounding(q2, q1, largest * (1 + 2.0**-10))[0])
+    return bool(len(top)) and low[-1] <= max(beyond, outside)
 
 
 #: Candidates beyond ``k`` the final ranking re-scores, so equal or nearly equal scores at the
@@ -431,14 +539,26 @@ def tie_key(passage_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(passage_id.encode("utf-8"), digest_size=8).digest(), "big")
 
 
-def _add(index: Any, cache: EmbeddingCache, progress: bool, *, phi: float | None = None) -> None:
+def _add(index: Any, cache: EmbeddingCache, progress: bool, *, phi: float | None = None) -> float:
+    """Add the cache's vectors to ``index`` shard by shard; returns their largest norm."""
+    largest = 0.0
     with progress_bar(total=len(cache), desc="dense index", unit="vec", enabled=progress) as bar:
         for vectors in cache.vectors(np.float32):
+            if len(vectors):
+                largest = max(largest, _largest_norm(vectors))
             if phi is not None:  # DPR's lift: |p'|^2 = phi for every passage
                 extra = np.sqrt(np.maximum(phi - np.einsum("ij,ij->i", vectors, vectors), 0.0))
                 vectors = np.hstack([vectors, extra[:, None].astype(np.float32)])
             index.add(vectors)
             bar.update(len(vectors))
+    return largest
+
+
+def approximate_search(config: IndexConfig, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``compute`` fields of an approximate index (HNSW, IVF-PQ): ``search_precision`` says
+    ``approximate`` (its rankings are not the exact inner-product top-k), ``search_index`` its
+    kind and settings."""
+    return {"search_precision": "approximate", "search_index": {**config.parameters(), **(extra or {})}}
 
 
 def brute_force_search(vectors: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.api import Corpus, Encoder, EncoderSpec, Hit, RunContext
 
-from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, FLOAT32_MAX_PASSAGES, EmbeddingCache, embed_corpus
+from harness_builtins.dense.embeddings import DEFAULT_CHUNK_SIZE, EmbeddingCache, embed_corpus
 from harness_builtins.dense.encoders import (
     DualEncoder,
     SentenceTransformerEncoder,
@@ -62,7 +62,7 @@ class DenseRetriever:
         batch = getattr(sides(encoder)[1], "batch_size", None) or 32
         self.chunk_size = chunk_size or max(DEFAULT_CHUNK_SIZE, 16 * batch)
         self.dense_index: DenseIndex | None = None
-        #: Questions whose ranking float16 rounding decided (:meth:`DenseIndex.ranked`).
+        #: Questions whose ranking rounding could have decided (:meth:`DenseIndex.ranked`).
         self.decided_by_rounding = 0
         #: A released embeddings name searched instead of encoding the corpus, the passages
         #: re-encoded to check it, and the encoder preset this retriever is (releases name one).
@@ -111,6 +111,8 @@ class DenseRetriever:
             record.update(self.dense_index.compute)
             record["embedding_bytes"] = int(sum(s.nbytes for s in self.dense_index.cache.shards))
             record["embedding_dtype"] = str(self.dense_index.cache.meta.get("dtype"))
+            if self.dense_index.cache.reference is not None:  # a float16 cache's float32 copy
+                record["reference_bytes"] = self.dense_index.cache.reference_bytes()
             record.setdefault("index_bytes", self.dense_index.index_bytes())
             cache = self.dense_index.cache
             record["encode_passages"] = int(cache.encoded)  # 0: the cache was complete already
@@ -193,11 +195,14 @@ class DenseRetriever:
         ranked = self.dense_index.ranked(vectors, k)
         if ranked.decided_by_rounding:
             self.decided_by_rounding += ranked.decided_by_rounding
+            cache = self.dense_index.cache
+            legacy = (f"; the cache {cache.path} keeps float16 vectors only (written before their float32 copy): "
+                      f"delete it to encode it again with one" if cache.rounded else "")
             warn_once(
                 f"rounding:{id(self.dense_index)}",
-                f"{ranked.decided_by_rounding} of {len(vectors)} questions' top-{k} scores all lie within the float16 "
-                f"rounding of the cached passage vectors: rounding decides their rankings (a collapsed encoder?); "
-                f"the cache keeps float32 up to {FLOAT32_MAX_PASSAGES:,} passages",
+                f"{ranked.decided_by_rounding} of {len(vectors)} questions' top-{k} could differ from the encoder's "
+                f"float32 ranking: rounding decides their rankings (scores nearer than the search's rounding: a "
+                f"collapsed encoder?){legacy}",
             )
         return [
             [Hit(passage_id=pid, score=float(score)) for pid, score in zip(ids, scores)]
