@@ -148,12 +148,39 @@ class Comparison:
                     },
                     f"mrr@{self.mrr_k}": est(self.mrr[s.label]),
                     "cost": s.result.data.get("cost"),
+                    "approximate_search": approximate_search(s.result),
                 }
                 for s in self.systems
             ],
             "pairs": [pair(t) for t in self.pairs],
             **({"pairs_by_part": [pair(t) for t in self.pairs_by_part]} if self.pairs_by_part is not None else {}),
         }
+
+
+#: Dense index kinds whose rankings are approximate (not the exact inner-product top-k).
+APPROXIMATE_INDEXES = {"hnsw": ("hnsw_",), "ivfpq": ("ivf_", "pq_")}
+
+
+def approximate_search(result: Result) -> str | None:
+    """``approximate search (hnsw: hnsw_m=32, ...)`` when the result's rankings come from an
+    approximate index, with its settings: as its ``compute.retriever`` records them
+    (``search_precision: approximate``, ``search_index``), else as its parameters name them (a
+    result written before that was recorded); None for an exact search."""
+    compute = result.data.get("compute")
+    retriever = compute.get("retriever") if isinstance(compute, Mapping) else None
+    settings: Mapping[str, Any] | None = None
+    if isinstance(retriever, Mapping) and retriever.get("search_precision") == "approximate":
+        recorded = retriever.get("search_index")
+        settings = recorded if isinstance(recorded, Mapping) else {}
+    parameters = result.data.get("retriever", {}).get("parameters")
+    if settings is None and isinstance(parameters, Mapping) and parameters.get("index") in APPROXIMATE_INDEXES:
+        prefixes = APPROXIMATE_INDEXES[parameters["index"]]
+        settings = {k: v for k, v in parameters.items() if k == "index" or k.startswith(prefixes)}
+    if settings is None:
+        return None
+    kind = settings.get("index", "approximate index")
+    shown = ", ".join(f"{k}={v}" for k, v in settings.items() if k != "index")
+    return f"approximate search ({kind}{': ' + shown if shown else ''})"
 
 
 def _rng(seed: int, *names: object):
@@ -442,6 +469,10 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
         for s in c.systems
     ]
     lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+    approximate = [(s.label, note) for s in c.systems if (note := approximate_search(s.result))]
+    if approximate:
+        lines += ["", "Not exact: " + "; ".join(f"{md(label)}: {note}" for label, note in approximate)
+                  + ": its rankings need not be the exact inner-product top-k."]
     if by_part and parts == 1:
         lines += ["", "(one part: its numbers are the ones above)"]
     if by_part and parts > 1:

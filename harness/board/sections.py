@@ -361,12 +361,21 @@ def _board_row(row: Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
         label=row.retriever, retriever=row.first.retriever,
         reranker=row.first.reranker["name"] if row.first.reranker else None,
         variant=training_variant(row.parameters), training_data=training_data_entries(row.parameters), seeds=row.seeds,
-        parameters=summarize_parameters(row.parameters),
+        parameters=_with_search(row.first, summarize_parameters(row.parameters)),
         all_parameters=format_parameters(row.parameters) + reranker_parameters(row.first),
         config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
         trained_on=trained_parts(row.parameters), cost=row.first.data.get("cost"),
         ceiling=ceiling, training_seeds=training_seeds(row.results),
     )
+
+
+def _with_search(result: Result, summary: str) -> str:
+    """A row's parameter summary, led by ``approximate search (...)`` when its rankings come from
+    an approximate index (:func:`harness.analysis.compare.approximate_search`)."""
+    from harness.analysis.compare import approximate_search
+
+    note = approximate_search(result)
+    return summary if note is None else f"{note}; {summary}" if summary else note
 
 
 def rerank_ceiling(results: Sequence[Result]) -> Ceiling | None:
