@@ -61,7 +61,7 @@ from harness.api import MATCH_MODES
 SPEC_PATH_ENV = "HARNESS_SPEC_PATH"
 CORPUS_FORMATS = ("dpr-tsv", "jsonl", "squad-json")
 TRAINING_FORMATS = ("dpr-json", "jsonl")
-PART_FORMATS = (*QUESTION_FORMATS, "squad-json")
+PART_FORMATS = tuple(dict.fromkeys((*QUESTION_FORMATS, "squad-json")))
 COMPRESSIONS = ("gzip",)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 #: A URL pinned to an immutable revision: a 40-hex commit in the path.
@@ -201,19 +201,21 @@ def check_choice(value: str | None, choices: Iterable[str], key: str, problems: 
 
 
 def check_described(record: Any, problems: Problems) -> None:
-    """The spec's ``name`` is lowercase letters, digits, '.', '_' or '-'."""
-    if not _NAME.match(record.name):
+    """The spec's ``name`` (when it decoded) is lowercase letters, digits, '.', '_' or '-'."""
+    if record.name is not None and not _NAME.match(record.name):
         problems.add(f"'name' must be lowercase letters, digits, '.', '_' or '-', got {record.name!r}")
 
 
 def check_location(record: Any, problems: Problems, *, prefix: str = "") -> None:
     """A download's ``url`` (http(s) or file), ``path`` (relative, inside the data directory),
-    ``sha256`` and ``size`` (both optional), each checked."""
-    if not re.match(r"^(https?|file)://", record.url):
+    ``sha256`` and ``size`` (both optional), each checked (those that decoded)."""
+    if record.url is not None and not re.match(r"^(https?|file)://", record.url):
         problems.add(f"{prefix}'url' must be an http(s):// or file:// URL, got {record.url!r}")
     path = record.path
-    segments = path.split("/")
-    if not path or path.startswith("/") or "\\" in path or "\x00" in path or any(s in ("", ".", "..") for s in segments):
+    segments = path.split("/") if path is not None else []
+    if path is None:
+        pass
+    elif not path or path.startswith("/") or "\\" in path or "\x00" in path or any(s in ("", ".", "..") for s in segments):
         problems.add(
             f"{prefix}'path' must be a relative path inside the data directory with no empty, '.' or "
             f"'..' segments (forward slashes), got {path!r}"
@@ -230,7 +232,7 @@ def _file(record: _FileRecord, formats: Iterable[str], problems: Problems, *, pr
     check_choice(record.compression, COMPRESSIONS, "compression", problems, prefix=prefix)
     spec = FileSpec(url=record.url, path=record.path, sha256=record.sha256, size=record.size, format=record.format,
                     compression=record.compression)
-    if spec.pinned and spec.sha256 is None:
+    if record.url is not None and spec.pinned and spec.sha256 is None:
         problems.add(f"{prefix}'sha256' is required: the URL is pinned to a commit")
     return spec
 
@@ -269,16 +271,17 @@ def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:
         problems.raise_any()
     check_described(record, problems)
     check_choice(record.match, MATCH_MODES, "match", problems)
-    if not record.default_k or not all(k >= 1 for k in record.default_k):
+    if record.default_k is not None and (not record.default_k or not all(k >= 1 for k in record.default_k)):
         problems.add("'default_k' must be a non-empty list of positive integers")
-    if not record.parts:
+    if record.parts is not None and not record.parts:
         problems.add("'parts' must list at least one part")
     parts = []
-    for index, part in enumerate(record.parts):
-        file = _file(part, PART_FORMATS, problems, prefix=f"parts[{index}].")
-        parts.append(PartSpec(name=part.name, file=file))
+    for index, part in enumerate(record.parts or ()):
+        if part is not None:
+            file = _file(part, PART_FORMATS, problems, prefix=f"parts[{index}].")
+            parts.append(PartSpec(name=part.name, file=file))
     names = [p.name for p in parts]
-    if len(set(names)) != len(names):
+    if not problems and len(set(names)) != len(names):
         problems.add("part names must be unique")
     problems.raise_any()
     return SuiteDatasetSpec(

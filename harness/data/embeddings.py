@@ -142,17 +142,17 @@ def read_embeddings_spec(path: str | Path) -> ReleasedEmbeddings:
     check_described(record, problems)
     for key in ("corpus", "encoder"):
         value = getattr(record, key)
-        if not _NAME.match(value):
+        if value is not None and not _NAME.match(value):
             problems.add(f"{key!r} must be a {'corpus' if key == 'corpus' else 'encoder preset'} name, got {value!r}")
-    if not record.parts:
+    if record.parts is not None and not record.parts:
         problems.add("'parts' must list at least one part")
-    parts = [_part(part, problems, f"parts[{index}].") for index, part in enumerate(record.parts)]
+    parts = [_part(part, problems, f"parts[{index}].") for index, part in enumerate(record.parts or ()) if part is not None]
     seen: dict[str, int] = {}
     for index, part in enumerate(parts):
         if part.path in seen:
             problems.add(f"'parts[{index}].path' is also the path of parts[{seen[part.path]}] ({part.path})")
         seen[part.path] = index
-    if any(c.isspace() for c in record.id_prefix):
+    if record.id_prefix is not None and any(c.isspace() for c in record.id_prefix):
         problems.add(f"'id_prefix' must not contain white space, got {record.id_prefix!r}")
     check_choice(record.format, EMBEDDING_FORMATS, "format", problems)
     check_choice(record.dtype, EMBEDDING_DTYPES, "dtype", problems)

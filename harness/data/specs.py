@@ -100,25 +100,25 @@ def _element_name(kind: Any) -> str | None:
 
 
 def decode(data: Any, record: type[SpecRecord], problems: Problems, *, prefix: str = "") -> Any:
-    """``data`` (a TOML table) as a ``record``, or None when it has problems, each added to
-    ``problems``: a key the record does not have (``unknown key 'x'``), a required key missing
-    (``missing key 'x'``), a value ``msgspec.convert`` refuses for the key's type (``'x' must be
-    int, got str``). A table nested in the record (a suite's ``parts``) is decoded the same way,
-    its keys named ``parts[0].'url'``."""
+    """``data`` (a TOML table) as a ``record``, each problem added to ``problems``: a key the
+    record does not have (``unknown key 'x'``), a required key missing (``missing key 'x'``), a
+    value ``msgspec.convert`` refuses for the key's type (``'x' must be int, got str``). A table
+    nested in the record (a suite's ``parts``) is decoded the same way, its keys named
+    ``parts[0].'url'``. A key with a problem is None in the record, so that the reader's own
+    checks of the other keys still run (they skip None); None when ``data`` is not a table."""
     if not isinstance(data, Mapping):
-        problems.add(f"{prefix.rstrip('.') or 'the file'} must be a table")
+        problems.add(f"'{prefix.rstrip('.')}' must be a table" if prefix else "the file must be a table")
         return None
     fields = {f.encode_name: f for f in msgspec.structs.fields(record)}
     for key in data:
         if key not in fields:
             problems.add(f"unknown key {prefix}{key!r}")
     values: dict[str, Any] = {}
-    ok = True
     for key, field in fields.items():
         if key not in data:
             if field.required:
                 problems.add(f"missing key {prefix}{key!r}")
-                ok = False
+                values[field.name] = None
             continue
         value = data[key]
         nested = _struct(field.type)
@@ -126,25 +126,15 @@ def decode(data: Any, record: type[SpecRecord], problems: Problems, *, prefix: s
         listed = _struct(typing.get_args(inner)[0]) if typing.get_origin(inner) in (list, tuple) and typing.get_args(inner) else None
         if nested is not None and isinstance(value, Mapping):
             values[field.name] = decode(value, nested, problems, prefix=f"{prefix}{key}.")
-            ok = ok and values[field.name] is not None
         elif listed is not None and isinstance(value, list):
-            items = []
-            for index, item in enumerate(value):
-                if not isinstance(item, Mapping):
-                    problems.add(f"'{prefix}{key}[{index}]' must be a table")
-                    ok = False
-                    continue
-                items.append(decode(item, listed, problems, prefix=f"{prefix}{key}[{index}]."))
-            ok = ok and all(item is not None for item in items)
-            values[field.name] = items
+            values[field.name] = [decode(item, listed, problems, prefix=f"{prefix}{key}[{index}].")
+                                  for index, item in enumerate(value)]
         else:
             try:
                 values[field.name] = msgspec.convert(value, field.type, strict=True)
             except msgspec.ValidationError:
                 problems.add(_type_message(record, key, field.type, value, prefix))
-                ok = False
-    if not ok:
-        return None
+                values[field.name] = None
     return record(**values)
 
 

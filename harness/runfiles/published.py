@@ -82,16 +82,16 @@ def read_run_spec(path: str | Path) -> PublishedRun:
         problems.add(f"'member' is a file name inside the archive, or \"{PER_PART}\" for one .json member per suite part; got {member!r}")
     check_location(record, problems)
     check_choice(record.format, tuple(format_names()), "format", problems)
-    if _PINNED.search(record.url) and record.sha256 is None:
+    if record.url is not None and _PINNED.search(record.url) and record.sha256 is None:
         problems.add("'sha256' is required: the URL is pinned to a commit")
-    if not re.match(r"^[a-z0-9][a-z0-9._-]*$", record.suite):
+    if record.suite is not None and not re.match(r"^[a-z0-9][a-z0-9._-]*$", record.suite):
         problems.add(f"'suite' must be a suite name, got {record.suite!r}")
     depth = record.depth
     if depth is not None and depth < 1:
         problems.add("'depth' must be positive")
-    if not all(x >= 1 for x in record.k):
+    if record.k is not None and not all(x >= 1 for x in record.k):
         problems.add("'k' must be a list of positive integers")
-    elif depth is not None and depth >= 1 and any(x > depth for x in record.k):
+    elif record.k is not None and depth is not None and depth >= 1 and any(x > depth for x in record.k):
         problems.add(f"'k' asks for cutoffs deeper than 'depth' ({depth})")
     problems.raise_any()
     common = described(record, path)

@@ -21,9 +21,17 @@ def spec_dirs() -> list[Path]:
     return [SPEC_DIR, *user_spec_dirs()]
 
 
+#: The warnings printed so far: the catalogue is read once per kind of spec a command registers
+#: (suites, training sets), and a malformed file is reported once.
+_warned: set[str] = set()
+
+
 def _skip(error: InputFileError) -> None:
     _left_out(error)
-    print(f"harness: warning: {error}; this spec is skipped", file=sys.stderr)
+    line = f"harness: warning: {error}; this spec is skipped"
+    if line not in _warned:
+        _warned.add(line)
+        print(line, file=sys.stderr)
 
 
 #: The registry kind of each spec folder whose files name something a user asks for by name.
