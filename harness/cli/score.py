@@ -24,6 +24,7 @@ class _FormatOption(click.Option):
 @click.option("--suite", "-s", default=None, help="Suite the run answers (see `harness list suites`); a published run's own by default.")
 @click.option("--run", "run_file", required=True, metavar="FILE|NAME", help="The run file, or a published run's name (`harness list runs`; published:NAME always means the published run).")
 @click.option("--format", "fmt", cls=_FormatOption, default=None, metavar="FORMAT", help="Run format (default: detected from the file).")
+@click.option("--member", default=None, metavar="NAME", help="The member of a .tar.gz run to read (default: its one .json member).")
 @click.option("--name", default=None, help="Name for the leaderboard row (default: the file name, or the published run's name).")
 @click.option("--k", "k_values", multiple=True, metavar="K[,K...]", help="Cutoffs for top-k (default: the suite's).")
 @click.option("--metric", "-m", "metrics", multiple=True, help="Metric name (default: accuracy; repeatable).")
@@ -33,7 +34,7 @@ class _FormatOption(click.Option):
 @rerank_options
 @no_progress_option
 def score(
-    suite, run_file, fmt, name, k_values, metrics, results_dir, replace, cache_dir, rerank, rerank_depth, rerank_option,
+    suite, run_file, fmt, member, name, k_values, metrics, results_dir, replace, cache_dir, rerank, rerank_depth, rerank_option,
     no_progress,
 ) -> None:
     """Score RUN on SUITE with the DPR protocol and record the result.
@@ -71,6 +72,8 @@ def score(
     if published is not None:
         if fmt is not None:
             raise HarnessError(f"--format: published run {published.name!r} has its format in its spec ({published.format})")
+        if member is not None:
+            raise HarnessError(f"--member: published run {published.name!r} has its member in its spec")
         result = score_published_run(
             published, suite=suite, name=name, k=parse_k_option(k_values), progress=not no_progress, **options
         )
@@ -78,7 +81,7 @@ def score(
         if suite is None:
             raise click.UsageError("--suite is required with a run file")
         result = score_file(
-            suite, Path(run_file), format=fmt, name=name, k=parse_k_option(k_values), show_progress=not no_progress, **options
+            suite, Path(run_file), format=fmt, member=member, name=name, k=parse_k_option(k_values), show_progress=not no_progress, **options
         )
     click.echo(format_result_table(result))  # shown even when the result cannot be written
     path = write_result(result, results_dir, replace=replace)

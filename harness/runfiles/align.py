@@ -44,7 +44,7 @@ class _Aligner:
         self.questions, self.name, self.allow_index = questions, name, allow_index
         self.positions = {q.id: i for i, q in enumerate(questions)}
         self.by: str | None = None  # "id" or "index" for object-shaped runs, fixed by the first entry
-        self.seen: dict[int, str] = {}
+        self.seen: dict[int, tuple[str, int]] = {}  # suite position -> the qid and line of the entry that took it
         self.mismatched: list[str] = []
 
     def target(self, entry: Entry, positional: bool) -> int:
@@ -69,8 +69,11 @@ class _Aligner:
                 raise InputFileError(self.name, f"unknown question id {entry.qid!r}: not a question id of the suite, {how}", line=entry.line)
         question = self.questions[target]
         if target in self.seen:
-            raise InputFileError(self.name, f"question {entry.qid!r} and {self.seen[target]!r} are the same suite question {question.id!r}", line=entry.line)
-        self.seen[target] = entry.qid
+            qid, line = self.seen[target]
+            if qid == entry.qid:
+                raise InputFileError(self.name, f"question {entry.qid!r} again (first on line {line})", line=entry.line)
+            raise InputFileError(self.name, f"question {entry.qid!r} and {qid!r} are the same suite question {question.id!r}", line=entry.line)
+        self.seen[target] = (entry.qid, entry.line)
         if entry.question is not None and entry.question.replace("\u2019", "'") != question.text.replace("\u2019", "'"):
             raise InputFileError(
                 self.name,

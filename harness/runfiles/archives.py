@@ -54,9 +54,13 @@ def source_name(path: str | Path, member: str | None) -> str:
 
 
 @contextmanager
-def open_stream(path: str | Path, compression: str | None, member: str | None = None) -> Iterator[IO[bytes]]:
+def open_stream(path: str | Path, compression: str | None, member: str | None = None, *, only: bool = False) -> Iterator[IO[bytes]]:
     """The run's bytes, decompressed as they are read: the file itself, its gzip content, or the
-    regular-file member ``member`` of a tar archive (the only ``.json`` member when None)."""
+    regular-file member ``member`` of a tar archive (the first ``.json`` member when None). With
+    ``only``, once the member has been read (the block ends without an error) the rest of the
+    archive is read too, and another ``.json`` member makes the choice ambiguous: an error naming
+    the members (a stream cannot go back, so this is found after the first one is read, and
+    before anything is made of it)."""
     path = Path(path)
     if compression not in (None, *COMPRESSIONS):
         raise ValueError(f"unknown compression {compression!r}; known: {', '.join(COMPRESSIONS)}")
@@ -76,7 +80,11 @@ def open_stream(path: str | Path, compression: str | None, member: str | None = 
             except (tarfile.TarError, OSError, EOFError) as exc:
                 raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
             with archive:
-                yield _tar_member(archive, path, None if member == PER_PART else member)
+                chosen = None if member == PER_PART else member
+                name, body = _tar_member(archive, path, chosen)
+                yield body
+                if only and chosen is None:
+                    _no_other_json(archive, path, name)
     finally:
         raw.close()
 
@@ -136,7 +144,26 @@ def iter_part_members(path: str | Path, parts: Sequence[str]) -> Iterator[tuple[
         raise InputFileError(path, f"the archive has no .json member (members: {listed or 'none'})")
 
 
-def _tar_member(archive: tarfile.TarFile, path: Path, member: str | None) -> IO[bytes]:
+def _no_other_json(archive: tarfile.TarFile, path: Path, first: str) -> None:
+    """Read the rest of ``archive``: a second ``.json`` member is an error naming them all."""
+    first = first.removeprefix("./")
+    others = []
+    try:
+        while (info := archive.next()) is not None:  # the members after the one read
+            name = info.name.removeprefix("./")
+            if info.isreg() and name.endswith(".json"):
+                others.append(name)
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
+    if others:
+        listed = ", ".join(repr(n) for n in [first, *others][:6]) + (", ..." if len(others) > 5 else "")
+        raise InputFileError(
+            path, f"the archive has {len(others) + 1} .json members ({listed}): which one is the run is ambiguous; "
+            "name it (harness score --member NAME; a published run's 'member')",
+        )
+
+
+def _tar_member(archive: tarfile.TarFile, path: Path, member: str | None) -> tuple[str, IO[bytes]]:
     seen = []
     try:
         for info in archive:
@@ -147,8 +174,9 @@ def _tar_member(archive: tarfile.TarFile, path: Path, member: str | None) -> IO[
                 if not info.isreg():
                     raise InputFileError(path, f"member {name!r} is not a regular file")
                 body = archive.extractfile(info)
-                assert body is not None  # a regular file always has a body
-                return body
+                if body is None:  # a regular file always has a body
+                    raise InputFileError(path, f"member {name!r} cannot be read")
+                return name, body
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise InputFileError(path, f"not a readable .tar.gz archive: {exc}") from None
     what = f"member {member!r}" if member else ".json member"

@@ -181,6 +181,8 @@ def decode_columns(data: Any, shape: str) -> list[Decoded] | None:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     pyserini = shape == "object"
+    if pyserini and count_keys(data, b'"contexts"', len(decoded) + 1) != len(decoded):
+        return None  # perhaps a qid given twice, which a dict keeps once: the general reader decides
     items = decoded.items() if pyserini else ((str(i), record) for i, record in enumerate(decoded))
     out = []
     for qid, record in items:
@@ -189,6 +191,25 @@ def decode_columns(data: Any, shape: str) -> list[Decoded] | None:
             return None
         out.append(Decoded(qid, columns, record.question, record.answers))
     return out
+
+
+def count_keys(data: Any, key: bytes, stop: int) -> int:
+    """How many times the bytes ``key`` occur in ``data`` (bytes, or a memory-mapped file's
+    view), counting up to ``stop``. A JSON object's key ``"contexts"`` occurs in a run once per
+    record (a string's quotes are escaped, so no text holds it), so a pyserini run whose count
+    differs from its decoded records may name a question twice."""
+    if isinstance(data, (bytes, bytearray)):
+        return data.count(key)
+    source = data.obj if isinstance(data, memoryview) and hasattr(data.obj, "find") else bytes(data)
+    offset = len(source) - len(data)  # a byte order mark cut from the view
+    count, at = 0, offset
+    while count < stop:
+        at = source.find(key, at)
+        if at < 0:
+            break
+        count += 1
+        at += len(key)
+    return count
 
 
 class ColumnarRankings(Mapping):
@@ -242,4 +263,4 @@ class ColumnarRankings(Mapping):
         return [len(v.ids) if isinstance(v, Columns) else len(v) for v in self._rankings.values()]
 
 
-__all__ = ["ColumnarRankings", "Columns", "Decoded", "decode_columns", "decode_text", "map_file", "read_columns"]
+__all__ = ["ColumnarRankings", "Columns", "Decoded", "count_keys", "decode_columns", "decode_text", "map_file", "read_columns"]

@@ -6,7 +6,7 @@ gives a :class:`Run`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.api import Hit, Question
 
@@ -48,6 +48,9 @@ class Run:
     answer_mismatches: tuple[str, ...] = ()
     format: str | None = None
     source: str | None = None
+    #: Where each suite question's entry starts, ``{question id: (file, line)}``, where known
+    #: (read when a problem with a question's ranking is reported).
+    lines: Mapping[str, tuple[str, int]] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_rankings(

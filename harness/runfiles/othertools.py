@@ -28,6 +28,7 @@ import codecs
 import io
 import json
 import math
+import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 from harness.errors import InputFileError
-from harness.runfiles.stream import Entry, JsonMembers
+from harness.runfiles.stream import MAX_MEMBER, Entry, JsonMembers
 
 #: ``locate(record, fail)``: an item's ``(id, answers, key of its docs, docs)``.
 Locate = Callable[[dict, Callable[[str], NoReturn]], tuple[Any, Any, str, Any]]
@@ -89,11 +90,15 @@ class _Prefixed:
         return self.body.read(size)
 
 
-def lines(body: IO[bytes], name: str, chunk: int, head: bytes = b"") -> Iterator[tuple[int, str]]:
+def lines(body: IO[bytes], name: str, chunk: int, head: bytes = b"", limit: int = MAX_MEMBER,
+          what: str = "") -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of a UTF-8 text stream, split on ``\\n`` only (a trailing ``\\r``
-    removed), one chunk read at a time."""
+    removed), one chunk read at a time. A line longer than ``limit`` characters is an error
+    (``what`` says what a line should be), so a file without line breaks is refused in bounded
+    memory."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     parts: list[str] = []
+    pending = 0  # characters held in parts
     line_no = 1
     data = head
     eof = False
@@ -115,14 +120,25 @@ def lines(body: IO[bytes], name: str, chunk: int, head: bytes = b"") -> Iterator
             parts.append(text[start:end])
             line = "".join(parts)
             parts.clear()
+            pending = 0
+            if len(line) > limit:
+                _too_long(name, line_no, limit, what)
             yield line_no, line[:-1] if line.endswith("\r") else line
             line_no += 1
             start = end + 1
         if start < len(text):
             parts.append(text[start:])
+            pending += len(text) - start
+            if pending > limit:
+                _too_long(name, line_no, limit, what)
     if parts:
         line = "".join(parts)
         yield line_no, line[:-1] if line.endswith("\r") else line
+
+
+def _too_long(name: str, line_no: int, limit: int, what: str) -> NoReturn:
+    raise InputFileError(name, f"line longer than {limit:,} characters{f' ({what})' if what else ''}: is this the right file?",
+                         line=line_no)
 
 
 def _first_byte(body: IO[bytes], name: str, chunk: int) -> tuple[bytes, bytes]:
@@ -178,6 +194,9 @@ def item_entries(
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InputFileError(name, f"invalid JSON line: {exc.msg} (column {exc.colno})", line=line_no) from None
+                except ValueError:  # int() refuses a literal of over sys.get_int_max_str_digits() digits
+                    raise InputFileError(name, f"a JSON number has more than {sys.get_int_max_str_digits():,} digits",
+                                         line=line_no) from None
                 except RecursionError:
                     raise InputFileError(name, "JSON nested too deeply", line=line_no) from None
             yield _record_entry(record, index, line_no, name, locate, ordered, contents)

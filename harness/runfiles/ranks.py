@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.api import Corpus, MatchMode, Question, Suite
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputFileError
 from harness.runfiles.columns import ColumnarRankings
 from harness.runfiles.model import Run, RunHit, RunWarning
 from harness.runfiles.readers import _gc_paused
@@ -139,6 +139,15 @@ def _texts(rankings, qid: str, columnar: bool):
     return ((hit.passage_id, hit.text) for hit in rankings[qid])
 
 
+def _columns(rankings, qid: str, columnar: bool) -> tuple[list[str], list]:
+    """A question's passage ids and texts (as :func:`_texts` gives them), as two lists."""
+    columns = rankings.columns(qid) if columnar else None
+    if columns is not None:
+        return columns.ids, columns.texts
+    hits = rankings[qid]
+    return [hit.passage_id for hit in hits], [hit.text for hit in hits]
+
+
 def _lengths(rankings, columnar: bool) -> list[int]:
     return rankings.lengths() if columnar else [len(hits) for hits in rankings.values()]
 
@@ -152,6 +161,7 @@ def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
     """First-hit ranks per part and question id (as :func:`harness.evaluate.score_suite`), after
     checking every ranking (:func:`harness.scoring.rankings.check_ranking`; passages the run
     carries no text for must all be in the suite's corpus, not only those above the first hit)."""
+    from harness.runfiles.stream import unknown_message, unknown_passage
     from harness.scoring.rankings import check_columns, check_ranking, corpus_has
 
     source = run.source or "run"
@@ -160,17 +170,24 @@ def score_run(suite: Suite, run: Run) -> dict[str, dict[str, int | None]]:
     columnar = isinstance(rankings, ColumnarRankings)
     for qid in rankings:
         columns = rankings.columns(qid) if columnar else None
-        if columns is not None:
-            check_columns(columns.ids, columns.scores, question=qid, source=source)
-        else:
-            hits = rankings[qid]
-            check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
-        for position, (passage_id, text) in enumerate(_texts(rankings, qid, columnar)):
-            if text is None and not has(passage_id):
-                raise HarnessError(
-                    f"{source}: question {qid!r}: hit {position} names passage {passage_id!r}, "
-                    f"which is not in corpus {suite.corpus.name!r}"
-                )
+        try:
+            if columns is not None:
+                check_columns(columns.ids, columns.scores, question=qid, source=source)
+            else:
+                hits = rankings[qid]
+                check_ranking([(h.passage_id, h.score) for h in hits], question=qid, source=source)
+        except HarnessError as exc:
+            where = run.lines.get(qid) if run.lines is not None else None
+            if where is None:
+                raise
+            raise InputFileError(where[0], str(exc).removeprefix(f"{source}: "), line=where[1]) from None
+        ids, texts = _columns(rankings, qid, columnar)
+        position = unknown_passage(ids, texts, has)
+        if position is not None:
+            where = run.lines.get(qid) if run.lines is not None else None
+            file, line = where if where is not None else (source, None)
+            problem = unknown_message(position, ids[position], suite.corpus.name)
+            raise InputFileError(file, f"question {qid!r}: {problem}", line=line)
     ranks = first_hit_ranks_for_run(run, suite.questions, mode=suite.match, corpus=suite.corpus)
     return ranks_by_part(suite.parts, ranks)
 

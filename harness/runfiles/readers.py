@@ -46,6 +46,7 @@ import gc
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ from harness.runfiles.columns import ColumnarRankings, Columns, Decoded, read_co
 from harness.runfiles.model import WIKI_PREFIX, Run, RunHit, RunWarning
 
 _INDEX = re.compile(r"[0-9]+")
+#: Integers from this magnitude on are too large for a float.
+_FLOAT_INT = 2**1024
 
 # ---- reading --------------------------------------------------------------------------------
 
@@ -116,6 +119,8 @@ def parse_score(value: Any, path: Path, where: str, line: int | None = None) -> 
         score = float(value)
     except ValueError:
         raise InputFileError(path, f"{where}score must be a number, got {short(value)}", line=line) from None
+    except OverflowError:
+        raise InputFileError(path, f"{where}score {short(value)} is too large for a float", line=line) from None
     if math.isnan(score):
         raise InputFileError(path, f"{where}score is NaN", line=line)
     return score
@@ -160,6 +165,11 @@ def _load_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except ValueError:  # int() refuses a literal of over sys.get_int_max_str_digits() digits
+        limit = sys.get_int_max_str_digits()
+        found = re.search(rf"[0-9]{{{limit + 1},}}", text)
+        line = text.count("\n", 0, found.start()) + 1 if found else None
+        raise InputFileError(path, f"a JSON number has more than {limit:,} digits", line=line) from None
     except RecursionError:
         raise InputFileError(path, "JSON nested too deeply") from None
 
@@ -186,6 +196,8 @@ def _plain_hit(ctx: Any, id_key: str, pyserini_text: bool) -> RunHit | None:
         return None
     if type(score) is not float:
         if type(score) is int:
+            if not -_FLOAT_INT < score < _FLOAT_INT:
+                return None  # too large for a float: the checked path words it
             score = float(score)
         elif type(score) is str:
             try:
@@ -307,6 +319,7 @@ def read_pyserini_json(path: Path) -> list[Entry]:
     data = _load_json(path)
     if not isinstance(data, dict):
         raise InputFileError(path, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)')
+    _check_unique_keys(path, len(data))
     entries = []
     for qid, record in data.items():
         where = f"question {qid!r}: "
@@ -346,6 +359,28 @@ def read_pyserini_json(path: Path) -> list[Entry]:
     if not entries:
         raise InputFileError(path, "no questions")
     return entries
+
+
+def _check_unique_keys(path: Path, kept: int) -> None:
+    """Refuse a JSON object run whose top level names a question twice (a parsed dict keeps only
+    the last): when the file's count of ``"contexts"`` keys differs from the ``kept`` members,
+    its keys are read again as a stream, and a key given twice is one line naming both lines, as
+    the stream engine words it (:class:`harness.runfiles.align._Aligner`)."""
+    from harness.runfiles.columns import count_keys, map_file
+    from harness.runfiles.stream import JsonMembers
+
+    view = map_file(path)
+    if view is not None and count_keys(view, b'"contexts"', kept + 1) == kept:
+        return
+    first: dict[str, int] = {}
+    try:
+        with open(path, "rb") as body:
+            for key, _value, line in JsonMembers(body, str(path)):
+                if key in first:
+                    raise InputFileError(path, f"question {key!r} again (first on line {first[key]})", line=line)
+                first[key] = line
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
 
 
 @contextlib.contextmanager
@@ -445,7 +480,47 @@ def align(
     missing = tuple(q.id for i, q in enumerate(questions) if i not in seen)
     if columnar:
         rankings = ColumnarRankings(rankings, pyserini=shape == "object", hit_type=RunHit)
-    return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=name, source=str(path))
+    if all(entry.line is not None for entry in entries):
+        lines = {questions[target].id: (str(path), entry.line) for entry, target in zip(entries, targets)}
+    else:  # a JSON file read whole: its members' lines are found when a problem is reported
+        lines = MemberLines(path, {questions[target].id: index for index, target in enumerate(targets)})
+    return Run(rankings=rankings, missing=missing, answer_mismatches=tuple(mismatched), format=name, source=str(path),
+               lines=lines)
+
+
+class MemberLines(Mapping):
+    """``{suite question id: (file, line)}`` of a JSON run read whole (``index``: each question's
+    position among the file's top-level members): the file is read again as a stream for the
+    lines its members start on, once, when a line is first asked for (a problem is reported)."""
+
+    def __init__(self, path: Path, index: dict[str, int]):
+        self.path, self.index = path, index
+        self._lines: list[int] | None = None
+
+    def _starts(self) -> list[int]:
+        if self._lines is None:
+            from harness.runfiles.stream import JsonMembers
+
+            self._lines = []
+            try:
+                with open(self.path, "rb") as body:
+                    self._lines = [line for _key, _value, line in JsonMembers(body, str(self.path))]
+            except (OSError, InputFileError):
+                pass
+        return self._lines
+
+    def __getitem__(self, qid: str) -> tuple[str, int]:
+        index = self.index[qid]
+        starts = self._starts()
+        if index >= len(starts):
+            raise KeyError(qid)
+        return str(self.path), starts[index]
+
+    def __iter__(self):
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
 
 
 def read_run(
@@ -465,12 +540,15 @@ def read_run(
     default yes, except for a :class:`Suite` with several parts. ``compression`` (``"gzip"``,
     ``"tar.gz"`` with ``member``; detected when None) and the formats without a ``whole`` reader
     are read by :func:`harness.runfiles.stream.read_streamed`, which keeps each question's top
-    ``keep`` hits (all when None). Every problem raises :class:`InputFileError` (one line); an
-    unknown format name, :class:`~harness.errors.HarnessError`.
+    ``keep`` hits (all when None) and, given a :class:`Suite`, checks every passage it carries no
+    text for against the suite's corpus as it reads (a whole file is checked when scored,
+    :func:`harness.runfiles.ranks.score_run`, by the same rule). Every problem raises
+    :class:`InputFileError` (one line); an unknown format name, :class:`~harness.errors.HarnessError`.
     """
     path = Path(path)
-    parts = None
+    parts = corpus = None
     if isinstance(questions, Suite):
+        corpus = questions.corpus
         if allow_index is None:
             allow_index = len(questions.parts) == 1
         parts = [(p.name, len(p.questions)) for p in questions.parts]
@@ -491,14 +569,17 @@ def read_run(
             return spec.whole(path, questions, allow_index)
         from harness.runfiles.stream import read_streamed, source_name
 
+        lines: dict[str, tuple[str, int]] = {}
         found, missing, mismatched = read_streamed(
-            path, questions, spec, compression=compression, member=member, allow_index=allow_index, keep=keep, parts=parts
+            path, questions, spec, compression=compression, member=member, allow_index=allow_index, keep=keep, parts=parts,
+            corpus=corpus, lines=lines,
         )
         rankings = {
             qid: tuple(RunHit(passage_id=p, score=s, title=t, text=x, has_answer=f) for p, s, t, x, f in hits)
             for qid, hits in found.items()
         }
-    return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=spec.name, source=source_name(path, member))
+    return Run(rankings=rankings, missing=missing, answer_mismatches=mismatched, format=spec.name,
+               source=source_name(path, member), lines=lines)
 
 
 def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:

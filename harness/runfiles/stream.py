@@ -39,6 +39,7 @@ import codecs
 import json
 import math
 import re
+import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +62,10 @@ from harness.runfiles.archives import (
 
 #: Bytes read (compressed) at a time; the buffer holds about this much plus one member.
 CHUNK = 4 << 20
+#: The longest top-level member (one question's entry) read, in characters: far above any
+#: run's (a top-1000 DPR entry with its passages' texts is under 1 MB), so that a file that is
+#: not what it claims (an unterminated string, no line breaks) is refused in bounded memory.
+MAX_MEMBER = 256 << 20
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _WIKI = "wiki:"
@@ -123,15 +128,21 @@ class JsonMembers:
             try:
                 value, end = self.json.raw_decode(self.buffer, self.pos)
             except json.JSONDecodeError as exc:
-                if self.eof:
+                if self.eof or not _incomplete(exc, len(self.buffer)):
                     self.fail(f"invalid JSON: {exc.msg}", exc.pos)
-                self._more(want)
-                want *= 2
-                continue
+            except ValueError:  # int() refuses a literal of over sys.get_int_max_str_digits() digits
+                limit = sys.get_int_max_str_digits()
+                found = re.compile(rf"[0-9]{{{limit + 1},}}").search(self.buffer, self.pos)
+                self.fail(f"a JSON number has more than {limit:,} digits", found.start() if found else None)
             except RecursionError:
                 self.fail("JSON nested too deeply")
-            self.pos = end
-            return value
+            else:
+                self.pos = end
+                return value
+            if len(self.buffer) - self.pos > MAX_MEMBER:
+                self.fail(f"a top-level JSON value longer than {MAX_MEMBER:,} characters (is the file malformed?)")
+            self._more(want)
+            want *= 2
 
     def __iter__(self) -> Iterator[tuple[str | None, Any, int]]:
         first = self._skip()
@@ -167,6 +178,19 @@ class JsonMembers:
             count += 1
         if self._skip():
             self.fail("invalid JSON: extra data after the top-level value")
+
+
+def _incomplete(exc: json.JSONDecodeError, end: int) -> bool:
+    """Whether the decoder's error may come from the buffer ending at ``end`` inside the value
+    (an unterminated string, or a token cut within the last :data:`_TAIL` characters), so that
+    more of the stream is read; any other error is the file's, and is reported at once, without
+    reading the rest of the file into the buffer."""
+    return exc.msg.startswith("Unterminated string") or end - exc.pos <= _TAIL
+
+
+#: The longest JSON token the decoder may report as an error when the buffer ends inside it
+#: (``-Infinity`` is 9 characters; a ``\\uXXXX`` escape pair 12).
+_TAIL = 16
 
 
 #: One question of a run, checked (the record every format's reader yields).
@@ -253,6 +277,8 @@ def _entry(record: Any, qid: str, where: str, line: int, name: str, layout: Json
                 score = float(value)
             except ValueError:
                 fail(f"{at}score must be a number, got {_short(value)}")
+            except OverflowError:
+                fail(f"{at}score {_short(value)} is too large for a float")
             if math.isnan(score):
                 fail(f"{at}score is NaN")
         elif layout.unscored:
@@ -296,7 +322,7 @@ def _members(path: str | Path, spec: RunFormatSpec, compression: str | None, mem
         raise InputFileError(path, f"a compressed {spec.name} run is not supported: decompress it first")
     if member != PER_PART:
         name = source_name(path, member)
-        with open_stream(path, compression, member) as body:
+        with open_stream(path, compression, member, only=True) as body:
             yield from spec.entries(body, name, chunk)
         return
     if compression != "tar.gz":
@@ -315,13 +341,40 @@ def _members(path: str | Path, spec: RunFormatSpec, compression: str | None, mem
         yield from spec.entries(body, name, chunk)
 
 
-def _checked(entry: Entry, question: Question, name: str) -> None:
+def _checked(entry: Entry, question: Question, name: str, has: Callable[[str], bool] | None = None,
+             corpus: str | None = None) -> None:
+    """Check an entry's ranking (:func:`harness.scoring.rankings.check_columns`) and, with ``has``
+    (membership in the suite's corpus, named ``corpus``), that every passage it carries no text
+    for is in the corpus, below its first hit too: the rule of every reading strategy
+    (:func:`harness.runfiles.ranks.score_run`)."""
     from harness.scoring.rankings import check_columns
 
     try:
         check_columns(entry.ids, entry.scores, question=question.id, source=name)
     except HarnessError as exc:
-        raise InputFileError(name, f"{entry.where}{str(exc).split(': ', 1)[-1]}", line=entry.line) from None
+        problem = str(exc).removeprefix(f"{name}: ")
+        if entry.where == f"question {question.id!r}: ":  # said once
+            problem = problem.removeprefix(entry.where)
+        raise InputFileError(name, f"{entry.where}{problem}", line=entry.line) from None
+    if has is not None:
+        unknown = unknown_passage(entry.ids, entry.texts, has)
+        if unknown is not None:
+            raise InputFileError(name, f"{entry.where}{unknown_message(unknown, entry.ids[unknown], corpus)}", line=entry.line)
+
+
+def unknown_passage(ids: Sequence[str], texts: Sequence[Any], has: Callable[[str], bool]) -> int | None:
+    """The position of the first passage of a ranking that carries no text and is not in the
+    corpus (``has``), or None."""
+    for position, (passage_id, text) in enumerate(zip(ids, texts)):
+        if text is None and not has(passage_id):
+            return position
+    return None
+
+
+def unknown_message(position: int, passage_id: str, corpus: str | None) -> str:
+    """The problem of a passage the corpus does not have, as every reader words it."""
+    return (f"hit {position} names passage {passage_id!r}, which is not in corpus {corpus!r} "
+            "(and the run carries no text for it)")
 
 
 @dataclass(frozen=True)
@@ -363,6 +416,7 @@ def score_streamed(
     """Read, align, check and score a run one question at a time (see the module notes). A
     passage the file carries no text for is matched on its text in the suite's corpus."""
     from harness.scoring.ranks import first_hit_ranks
+    from harness.scoring.rankings import corpus_has
 
     questions = suite.questions
     placer = _Placer(questions, source_name(path, member), spec, len(suite.parts) == 1 if allow_index is None else allow_index)
@@ -370,11 +424,12 @@ def score_streamed(
     ranks: list[int | None] = [None] * len(questions)
     depth = 0
     corpus_text = _passages(suite, None)
+    has = corpus_has(suite.corpus)
     mode: MatchMode = suite.match
     for entry in _members(path, spec, compression, member, chunk, parts, placer):
         target = placer.target(entry)
         question = questions[target]
-        _checked(entry, question, placer.keyed.name)
+        _checked(entry, question, placer.keyed.name, has, suite.corpus.name)
         texts = entry.texts
 
         def lookup(position: int, _texts=texts, _ids=entry.ids) -> str:
@@ -398,24 +453,33 @@ def read_streamed(
     keep: int | None = None,
     chunk: int = CHUNK,
     parts: Sequence[tuple[str, int]] | None = None,
+    corpus=None,
+    lines: dict[str, tuple[str, int]] | None = None,
 ):
     """The file's rankings ``{suite question id: [(id, score, title, text, has_answer), ...]}``
     (every suite question, empty where the file lacks it), each cut to its top ``keep`` hits (all
     when None) as it is read, so memory is bounded by ``keep`` and not by the file; with the
     missing questions and those whose answers differ
     (:func:`harness.runfiles.readers.read_run` makes a ``Run`` of them). ``parts`` (each part's
-    name and question count, in order) is needed for ``member = PER_PART``."""
+    name and question count, in order) is needed for ``member = PER_PART``. With ``corpus`` every
+    passage an entry carries no text for must be in it (one line naming the file and the line of
+    the entry); ``lines``, when given, receives each question's ``(source, line)``."""
+    from harness.scoring.rankings import corpus_has
+
+    has = corpus_has(corpus) if corpus is not None else None
     questions = tuple(questions)
     placer = _Placer(questions, source_name(path, member), spec, allow_index)
     rankings: dict[str, tuple] = {q.id: () for q in questions}
     for entry in _members(path, spec, compression, member, chunk, parts, placer):
         target = placer.target(entry)
         question = questions[target]
-        _checked(entry, question, placer.keyed.name)
+        _checked(entry, question, placer.keyed.name, has, corpus.name if corpus is not None else None)
         stop = len(entry.ids) if keep is None else min(keep, len(entry.ids))
         rankings[question.id] = list(
             zip(entry.ids[:stop], entry.scores[:stop], entry.titles[:stop], entry.texts[:stop], entry.flags[:stop])
         )
+        if lines is not None:
+            lines[question.id] = (placer.keyed.name, entry.line)
     return rankings, placer.missing(), placer.mismatched()
 
 

@@ -35,7 +35,10 @@ def entries(body: IO[bytes], name: str, chunk: int) -> Iterator[Entry]:
                 raise InputFileError(name, f"{where}empty passage id", line=line)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputFileError(name, f"{where}document {docid!r}: score must be a number, got {_short(value)}", line=line)
-            score = float(value)
+            try:
+                score = float(value)
+            except OverflowError:
+                raise InputFileError(name, f"{where}document {docid!r}: score {_short(value)} is too large for a float", line=line) from None
             if not math.isfinite(score):
                 raise InputFileError(name, f"{where}document {docid!r}: score is {value}", line=line)
             hits.append((score, pid))

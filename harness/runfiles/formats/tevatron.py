@@ -22,6 +22,10 @@ from harness.runfiles.othertools import _bare, _number, _short, is_number, lines
 from harness.runfiles.stream import Entry
 
 
+#: The longest line read, in characters (a ranking line is three short columns).
+MAX_LINE = 1 << 16
+
+
 def entries(body: IO[bytes], name: str, chunk: int) -> Iterator[Entry]:
     done: dict[str, int] = {}  # qid -> the line its lines start on
     qid: str | None = None
@@ -37,7 +41,7 @@ def entries(body: IO[bytes], name: str, chunk: int) -> Iterator[Entry]:
         return Entry(qid=qid, question=None, answers=None, ids=ids, scores=scores, texts=[None] * n,
                      titles=[None] * n, flags=[None] * n, line=first, where=f"question {qid!r}: ")
 
-    for line_no, line in lines(body, name, chunk):
+    for line_no, line in lines(body, name, chunk, limit=MAX_LINE, what="a Tevatron ranking line is qid, docid and score"):
         fields = line.split()
         if not fields:
             continue
