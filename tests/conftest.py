@@ -6,6 +6,16 @@ from pathlib import Path
 
 import pytest
 
+#: Fixtures shared across test packages live in ``tests/helpers/``; they are registered here, once,
+#: so no test module imports another.
+pytest_plugins = [
+    "helpers.dense_models",
+    "helpers.training_models",
+    "helpers.inloop",
+    "helpers.released_world",
+    "helpers.tool_runs",
+]
+
 #: The real question sets: ``<repo>/../shared/data`` (tests/ -> repo root -> its parent).
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
@@ -21,7 +31,7 @@ def shared_data() -> Path:
 @pytest.fixture
 def test_registries():
     """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
-    from fake_retrievers import registries_with_fake_retrievers
+    from helpers.fake_retrievers import registries_with_fake_retrievers
 
     with registries_with_fake_retrievers():
         yield

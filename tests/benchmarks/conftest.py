@@ -12,7 +12,7 @@ _TESTS = str(Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-import qa_data  # noqa: E402
+import helpers.qa_data as qa_data  # noqa: E402
 from harness.api import Question  # noqa: E402
 
 #: The workload: the top-100 of the 3,610 NQ test questions.

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import released_fixtures as rf
+import helpers.released_fixtures as rf
 
 DIM = 768
 FAISS_ROWS = 21_015_320

@@ -29,8 +29,7 @@ from pathlib import Path
 
 import pytest
 
-import qa_data
-
+import helpers.qa_data as qa_data
 REPO = Path(__file__).resolve().parents[2]
 
 #: Wall times recorded by the harness benchmark, for the ratio the pyserini one reports.

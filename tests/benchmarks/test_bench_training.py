@@ -27,7 +27,7 @@ BATCH = 32
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     import torch
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
 
     from harness import registry

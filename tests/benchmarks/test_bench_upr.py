@@ -49,7 +49,7 @@ def model_and_pairs(tmp_path_factory):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, T5Config, T5ForConditionalGeneration
 
     from harness.registry import suites
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
 
     directory = tmp_path_factory.mktemp("upr-bench") / f"t5-{SIZE}"
     save_tokenizer(directory)

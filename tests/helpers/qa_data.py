@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.paths import SHARED_DATA
 
 #: ``<repo>/../shared/data``: tests/ -> repo root -> its parent.
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = SHARED_DATA
 
 QA = list[tuple[str, list[str]]]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_dense_models import save_tokenizer, vocab_file
+from helpers.dense_models import save_tokenizer, vocab_file
 
 
 def _fast_tokenizer(directory: Path):

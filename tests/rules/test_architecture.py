@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 import harness
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "harness"
 BUILTINS = REPO / "plugins" / "harness_builtins"
 

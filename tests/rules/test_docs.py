@@ -8,14 +8,13 @@ from __future__ import annotations
 import inspect
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from harness import hookspecs
 from harness.registry import KINDS
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 TUTORIAL = (REPO / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
 DOCS = {"README.md": README, "docs/writing-plugins.md": TUTORIAL}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 from pathlib import Path
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = CONFIG["tool"]["setuptools"]
 

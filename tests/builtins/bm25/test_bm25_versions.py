@@ -26,10 +26,11 @@ from harness.errors import InputFileError
 from harness_builtins.bm25 import prebuilt
 from harness_builtins.bm25.java import start_jvm
 from harness_builtins.bm25.retriever import BM25Retriever, document_contents
+from helpers.paths import REPO
 
 OLD = "lucene-index.wikipedia-dpr-100w.20210120.d1b9e6.tar.gz"
 NEW = "lucene-inverted.wikipedia-dpr-100w.20260508.deb4c7b.tar"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 INDEXED = [
     Passage(id="201", title="Kelvasa", text="Kelvasa is a lake town known for glass bells."),

@@ -31,7 +31,7 @@ TINY = InMemoryCorpus("tiny", [ANN, BO])
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory):
-    from rerank_models import tiny_t5
+    from helpers.rerank_models import tiny_t5
 
     return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
 
@@ -199,7 +199,7 @@ def test_bm25_hard_negatives_on_demo(tmp_path, cache):
 
 
 def test_a_corpus_file_and_another_retriever(tmp_path):
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_retrievers import OverlapRetriever
 
     source = tmp_path / "psgs.tsv"
     source.write_text(

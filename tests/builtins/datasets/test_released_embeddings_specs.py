@@ -22,8 +22,9 @@ from harness.data.embeddings import (
     released_embeddings,
 )
 from harness.errors import InputFileError
-from loopback import serving
-from test_dense_models import dense_plugin, tiny_bert, tiny_dpr  # noqa: F401 (fixture)
+from helpers.loopback import serving
+from helpers.dense_models import tiny_bert, tiny_dpr
+from helpers.paths import REPO
 
 GOOD = {
     "name": "fake-release",
@@ -435,7 +436,7 @@ def test_mss_fetches_and_converts_its_megatron_checkpoint_as_art_does(dense_plug
     from harness_builtins.dense.art import ArtEncoder
     from harness_builtins.dense.art_checkpoints import MIRROR_ENV, OTHER_CHECKPOINTS
     from harness_builtins.dense.convert import convert_art
-    from realm_art_checkpoints import VOCAB, art_checkpoint, save_megatron_dir
+    from helpers.realm_art_checkpoints import VOCAB, art_checkpoint, save_megatron_dir
 
     file = OTHER_CHECKPOINTS["mss"].file
     src = save_megatron_dir(tmp_path / "src" / file.removesuffix(".tar.gz"), art_checkpoint(11))
@@ -482,12 +483,11 @@ def test_the_plugin_guides_release_registers_as_written(monkeypatch):
     written in a plugin module: the registry offers the release by name."""
     import re
     import types
-    from pathlib import Path
 
     from harness import hookimpl, registry
     from harness.plugins import new_plugin_manager, register_plugin
 
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    guide = (REPO / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
     section = guide.split("## 5g. Released embeddings", 1)[1].split("\n## ", 1)[0]
     code = [block for block in re.findall(r"```python\n(.*?)```", section, re.S) if "ReleasedEmbeddings(" in block]
     assert len(code) == 1

@@ -22,7 +22,8 @@ from harness.errors import InputFileError
 from harness.runfiles.published import read_run_spec, row_to_check
 from harness.runfiles.registered import format_names
 from harness.runfiles.stream import PER_PART, part_of_member
-from loopback import serving
+from helpers.loopback import serving
+from helpers.paths import REPO
 
 #: The runs added for the suites' missing releases (Rankify's pre_defined_datasets.py at 5604499,
 #: UPR's utils/download_data.py at a05d296).
@@ -40,7 +41,7 @@ NEW_RUNS = (
     "upr-mss-reranked-nq-dev", "upr-mss-reranked-trivia-dev", "upr-mss-reranked-squad1-test", "upr-mss-bm25-union-nq-dev",
 )
 
-SPEC_DIR = Path(__file__).resolve().parents[1] / "datasets_spec" / "runs"
+SPEC_DIR = REPO / "datasets_spec" / "runs"
 
 
 def test_every_new_spec_loads_names_a_known_suite_and_format_and_its_row():

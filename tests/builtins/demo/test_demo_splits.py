@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from harness.scoring.matching import has_answer
 from harness_builtins.demo import TRAIN_RELATIONS, demo_world, generate_world, load_demo_suite
 from harness_builtins.demo.splits import DEV_QUESTIONS_PER_RELATION, TRAIN_QUESTIONS_PER_RELATION
 from harness_builtins.demo.world import load_templates
+from helpers.paths import REPO
 
-RESULT = Path(__file__).resolve().parents[1] / "leaderboard" / "results" / "demo--bm25--4566dfd2.json"
+RESULT = REPO / "leaderboard" / "results" / "demo--bm25--4566dfd2.json"
 
 #: Adding the splits must not change the test suite: these are the fingerprints results were
 #: recorded with (also pinned in test_demo_suite.py).

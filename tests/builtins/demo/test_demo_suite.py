@@ -521,7 +521,7 @@ def test_long_articles_state_facts_later_on(world, suite):
 def test_word_overlap_does_not_solve_the_suite(world, suite):
     """The Java-free test retriever (tests/fake_retrievers.py) ranks by shared words: names are
     shared, so it must miss many answers in its top 5."""
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_retrievers import OverlapRetriever
 
     retriever = OverlapRetriever(title_weight=2)
     retriever.index(suite.corpus, None)

@@ -14,7 +14,7 @@ import torch
 from harness.errors import HarnessError, InputFileError
 from harness_builtins.dense.art import ArtEncoder
 from harness_builtins.dense.convert import convert_art, read_torch_checkpoint
-from realm_art_checkpoints import (  # noqa: F401  (fixtures are used by name)
+from helpers.realm_art_checkpoints import (  # noqa: F401  (fixtures are used by name)
     HEADS,
     HIDDEN,
     LAYERS,

@@ -19,8 +19,9 @@ from harness.errors import HarnessError, InputFileError
 from harness.util.atomic import COMPLETE_FILE
 from harness_builtins.dense.art import ArtEncoder
 from harness_builtins.dense.art_checkpoints import ART_CHECKPOINTS, DEFAULT_CHECKPOINT, MIRROR_ENV
-from loopback import serving
-from realm_art_checkpoints import VOCAB, art_checkpoint, assert_one_line_error, save_megatron_dir
+from helpers.loopback import serving
+from helpers.realm_art_checkpoints import VOCAB, art_checkpoint, assert_one_line_error, save_megatron_dir
+from helpers.paths import REPO
 
 QUESTIONS = ["who wrote the origin of species?", "what is the capital city of Australia"]
 PASSAGES = [("Charles Darwin", "Darwin published On the Origin of Species in 1859."), ("Canberra", "The capital.")]
@@ -98,7 +99,7 @@ def test_the_default_and_the_names():
     with pytest.raises(HarnessError) as err:
         load(checkpoint="multi-t0-3")
     assert_one_line_error(err.value, "checkpoint", "multi-t0-3b")
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert [n for n in ART_CHECKPOINTS if f"`{n}`" not in readme] == []
 
 

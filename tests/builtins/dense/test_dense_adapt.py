@@ -8,7 +8,6 @@ import json
 import numpy as np
 
 from harness.cli.main import main
-from test_dense_models import tiny_models  # noqa: F401  (session fixture)
 
 
 def test_query_encoder_of_one_model_with_passage_encoder_of_another(capsys, tmp_path, tiny_models):  # noqa: F811
@@ -56,7 +55,7 @@ def test_matrix_holds_one_passage_index_at_a_time(tiny_models, tmp_path, monkeyp
     import gc
     import weakref
 
-    from test_dense_retriever import tiny_suite
+    from helpers.dense_suite import tiny_suite
 
     from harness_builtins.dense import matrix
     from harness_builtins.dense.index import DenseIndex

@@ -2,46 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
 import pytest
-from test_dense_models import corpus_of
+from helpers.dense_models import corpus_of
 
 from harness.errors import HarnessError
-from harness_builtins.dense.embeddings import DTYPE, EmbeddingCache, cache_path, embed_corpus
+from harness_builtins.dense.embeddings import EmbeddingCache, cache_path, embed_corpus
+from helpers.dense_fakes import HashEncoder, PositionalCorpus, passages
 
 
-class HashEncoder:
-    """Deterministic vectors from a hash of each passage; records what it was asked to encode."""
-
-    def __init__(self, dim: int = 8, tag: str = "hash-v1"):
-        self.dim, self.tag = dim, tag
-        self.calls: list[list[str]] = []
-
-    def identity(self) -> str:
-        return f"{self.tag}/{self.dim}"
-
-    @staticmethod
-    def _vector(text: str, dim: int) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
-
-    def encode_queries(self, queries):
-        return np.stack([self._vector(q, self.dim) for q in queries]) if queries else np.zeros((0, self.dim), np.float32)
-
-    def encode_passages(self, passages):
-        self.calls.append([text for _, text in passages])
-        return np.stack([self._vector(f"{t}|{x}", self.dim) for t, x in passages])
 
 
 class Interrupt(Exception):
     pass
 
 
-def passages(n: int):
-    return [(f"id-{i}", f"Title {i}", f"text of passage {i}") for i in range(n)]
 
 
 @pytest.mark.parametrize("limit, dtype", [(2_000_000, np.float32), (11, np.float16)])
@@ -194,32 +171,6 @@ def test_encoder_output_is_checked(tmp_path):
 # --- corpora with positional access -----------------------------------------------------------------
 
 
-class PositionalCorpus:
-    """A corpus with positional access (``passage_at``) that records the rows read; iterating it
-    is an error."""
-
-    def __init__(self, passages, name: str = "tiny"):
-        self.name = name
-        self._inner = corpus_of(passages, name)
-        self._passages = list(self._inner)
-        self.rows: list[int] = []
-
-    @property
-    def fingerprint(self) -> str:
-        return self._inner.fingerprint
-
-    def __len__(self) -> int:
-        return len(self._passages)
-
-    def __iter__(self):
-        raise AssertionError("a corpus with positional access was iterated")
-
-    def get(self, passage_id):
-        return self._inner.get(passage_id)
-
-    def passage_at(self, row: int):
-        self.rows.append(row)
-        return self._passages[row]
 
 
 def shard_bytes(path) -> dict[str, bytes]:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from harness.cli.main import main
-from realm_art_checkpoints import art_checkpoint, save_megatron_dir
+from helpers.realm_art_checkpoints import art_checkpoint, save_megatron_dir
 
 
 def test_convert_art_writes_a_directory_the_art_preset_loads(capsys, tmp_path):

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_dense_models import corpus_of, tiny_bert
+from helpers.paths import TESTS
+from helpers.dense_models import corpus_of, tiny_bert
 
 from harness.errors import HarnessError
 from harness.api import RunContext
 
-TESTS = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent
 WORDS = "alpha beta gamma delta river mountain city music science history king queen war peace".split()
 #: 40 passages of varied lengths; shard size 8 gives 5 shards (rank 0: 0, 2, 4; rank 1: 1, 3).
 PASSAGES = [
@@ -31,12 +32,12 @@ OPTIONS = {"shard_size": 8, "max_length": 32, "device": "cpu", "batch_size": 4}
 LAUNCHER = textwrap.dedent(
     """
     import sys, types
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {here!r}]
     from harness import hookimpl, registry
     from harness.plugins import loaded_plugins, register_plugin
     from harness.api import Part, Question, Suite, SuiteSpec
     from test_dense_distributed import PASSAGES
-    from test_dense_models import corpus_of
+    from helpers.dense_models import corpus_of
 
     def load():
         question = Question(id="q1", text="alpha river", answers=("alpha",))
@@ -59,7 +60,7 @@ def bert(tmp_path_factory) -> Path:
 
 def torchrun(tmp_path: Path, bert: Path, cache: Path) -> dict:
     launcher = tmp_path / "launch.py"
-    launcher.write_text(LAUNCHER.format(tests=str(TESTS)))
+    launcher.write_text(LAUNCHER.format(tests=str(TESTS), here=str(HERE)))
     summary = tmp_path / "summary.json"
     summary.unlink(missing_ok=True)
     options = [arg for key, value in {"model": str(bert), **OPTIONS}.items() for arg in ("-o", f"{key}={value}")]
@@ -268,7 +269,7 @@ class DiesAtShardThree(Recording):
 def _encode_rank(rank: int, world_size: int, port: int, root: str, encoder: str, corpus: str) -> None:
     """One spawned rank: encode PASSAGES into ``root`` and write what it did to ``root/rank<r>.json``."""
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))
-    from test_dense_cache import PositionalCorpus
+    from helpers.dense_fakes import PositionalCorpus
 
     from harness_builtins.dense.distributed import _destroy, encode_corpus_distributed
 

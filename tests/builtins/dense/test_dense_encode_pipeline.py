@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_dense_models import tiny_models  # noqa: F401  (fixture)
 
 from harness_builtins.dense import encoders, pipeline
 from harness_builtins.dense.encoders import TransformersEncoder
 from harness_builtins.dense.pipeline import LazyFeatures, Packed, encode_batches
+from helpers.paths import TESTS
 
 #: Very different lengths: one token of text, a title alone, up to past max_length (truncated).
 PASSAGES = [
@@ -330,7 +330,7 @@ def test_realm_on_the_pipeline_equals_its_old_loop_and_records_precision(tiny_mo
 
 
 def test_gpu_benchmark_builds_its_vocabulary_tokenizer_and_passages(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    sys.path.insert(0, str(TESTS / "benchmarks"))
     try:
         import gpu_encode
     finally:

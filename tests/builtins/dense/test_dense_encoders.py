@@ -7,7 +7,6 @@ import shutil
 
 import numpy as np
 import pytest
-from test_dense_models import tiny_models  # noqa: F401  (fixture)
 
 from harness.errors import HarnessError
 
@@ -97,7 +96,7 @@ def test_pooler_pooling_is_the_models_pooler_output(tiny_models):
 
 
 def test_pooler_pooling_needs_pooler_weights(tiny_models, tmp_path):
-    from test_dense_models import tiny_bert
+    from helpers.dense_models import tiny_bert
 
     no_pooler = tiny_bert(tmp_path / "no-pooler", pooler=False)
     with pytest.raises(HarnessError, match="pooler"):

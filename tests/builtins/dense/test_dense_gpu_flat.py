@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_dense_index import cache_of
+from helpers.dense_fakes import cache_of
 
 from harness.errors import HarnessError
 from harness_builtins.dense import gpu_flat, index as index_module

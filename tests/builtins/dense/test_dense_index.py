@@ -4,27 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_dense_models import corpus_of
 
 from harness.errors import HarnessError
-from harness_builtins.dense.embeddings import embed_corpus
 from harness_builtins.dense.index import DenseIndex, IndexConfig, brute_force_search
+from helpers.dense_fakes import cache_of
 
 
-class TableEncoder:
-    """Returns stored vectors: passage ``i`` (text ``"i"``) gets row ``i`` of the table."""
-
-    def __init__(self, table: np.ndarray, tag: str):
-        self.table, self.tag = table, tag
-
-    def identity(self):
-        return self.tag
-
-    def encode_queries(self, queries):
-        raise NotImplementedError
-
-    def encode_passages(self, passages):
-        return self.table[[int(text) for _, text in passages]]
 
 
 def clustered(n: int, dim: int, seed: int) -> np.ndarray:
@@ -33,9 +18,6 @@ def clustered(n: int, dim: int, seed: int) -> np.ndarray:
     return (centres[rng.integers(0, 20, n)] + rng.standard_normal((n, dim))).astype(np.float32)
 
 
-def cache_of(tmp_path, vectors: np.ndarray, tag: str, shard_size: int = 97):
-    corpus = corpus_of([(f"p{i}", "", str(i)) for i in range(len(vectors))], name=tag)
-    return embed_corpus(TableEncoder(vectors, tag), corpus, tmp_path, shard_size=shard_size, progress=False)
 
 
 def test_flat_search_equals_brute_force_numpy(tmp_path):

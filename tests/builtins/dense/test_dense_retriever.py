@@ -6,34 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
-from test_dense_models import corpus_of, dense_plugin, tiny_models  # noqa: F401  (fixtures)
 
 from harness.errors import HarnessError
-from harness.api import Part, Question, RunContext, Suite
-
-PASSAGES = [
-    ("1", "Paris", "Paris is the capital of France."),
-    ("2", "Berlin", "Berlin is the capital of Germany."),
-    ("3", "Banana", "The banana is a long yellow fruit."),
-    ("4", "Carrot", "The carrot is an orange root vegetable."),
-    ("5", "Oak", "The oak is a tree whose fruit is the acorn."),
-    ("6", "Salt", "Table salt is sodium chloride."),
-    ("7", "Everest", "Everest is the highest mountain on Earth."),
-]
+from harness.api import Question, RunContext
+from helpers.dense_suite import PASSAGES, tiny_suite
 
 
-def tiny_suite() -> Suite:
-    questions = (
-        Question(id="q1", text="What is the capital of France?", answers=("Paris",)),
-        Question(id="q2", text="What colour is a banana?", answers=("yellow",)),
-        Question(id="q3", text="What is salt made of?", answers=("sodium chloride",)),
-    )
-    return Suite(name="tiny", parts=(Part(name="a", questions=questions[:2]), Part(name="b", questions=questions[2:])),
-                 corpus=corpus_of(PASSAGES), default_k=(1, 5))
+
 
 
 def context(tmp_path, **kwargs) -> RunContext:
@@ -162,7 +144,7 @@ def test_results_record_how_the_dense_run_computed(tiny_models, tmp_path, monkey
 
 
 def test_a_broken_compute_report_is_warned_about_and_the_result_kept(tmp_path, capsys):
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_retrievers import OverlapRetriever
     from harness.evaluate import evaluate_retriever
     from harness.testing import toy_suite
 
@@ -309,7 +291,7 @@ def test_a_registered_encoder_gets_the_whole_engine(tmp_path):
     (index, shard size) to the engine, and an option neither declares is refused."""
     from harness.api import EncoderSpec
     from harness_builtins.dense.retriever import build_retriever
-    from test_dense_cache import HashEncoder
+    from helpers.dense_fakes import HashEncoder
 
     seen = {}
 
@@ -337,7 +319,7 @@ def test_realm_and_art_encoders_call_their_encoder_classes(tiny_models, tmp_path
     (stand-ins here; dense/realm.py and dense/art.py are tested on their own)."""
     from harness_builtins.dense import art, realm
     from harness_builtins.dense.retriever import build_retriever
-    from test_dense_cache import HashEncoder
+    from helpers.dense_fakes import HashEncoder
 
     calls = []
 

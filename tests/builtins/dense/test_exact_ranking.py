@@ -200,7 +200,7 @@ def test_models_sharing_their_passage_side_share_one_embedding_cache(tmp_path):
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Router, Transformer
-    from test_dense_models import tiny_bert
+    from helpers.dense_models import tiny_bert
 
     from harness_builtins.dense.embeddings import embed_corpus
     from harness_builtins.dense.encoders import SentenceTransformerEncoder

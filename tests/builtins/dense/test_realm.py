@@ -11,7 +11,7 @@ import torch
 from harness.errors import InputFileError
 from harness_builtins.dense.convert import convert_realm
 from harness_builtins.dense.realm import RealmEncoder, load_realm
-from realm_art_checkpoints import (  # noqa: F401  (fixtures are used by name)
+from helpers.realm_art_checkpoints import (  # noqa: F401  (fixtures are used by name)
     PASSAGES,
     PROJ,
     QUESTIONS,

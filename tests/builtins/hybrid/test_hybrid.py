@@ -126,7 +126,7 @@ TEST_PLUGIN.register_suites = _register_suites
 def _registries():
     """The installed plugins, plus the hybrid plugin (until pyproject names it), tests/fake_retrievers
     (``test-overlap``) and this file's test retrievers and suites."""
-    import fake_retrievers
+    import helpers.fake_retrievers as fake_retrievers
     import harness.registry
     from harness.plugins import loaded_plugins, register_plugin
     from harness.registry import KINDS, Registry

@@ -27,7 +27,7 @@ def candidates():
 
 @pytest.fixture(scope="module")
 def cross_encoder_dir(tmp_path_factory):
-    from rerank_models import tiny_cross_encoder
+    from helpers.rerank_models import tiny_cross_encoder
 
     return tiny_cross_encoder(tmp_path_factory.mktemp("ce") / "tiny-ce")
 
@@ -59,7 +59,7 @@ def test_cross_encoder_that_cannot_load_is_one_line(tmp_path):
 def write_checkpoint(directory, *, dim=32, m=None):
     """A checkpoint as the trainer writes it: a tiny BERT dual encoder in ``encoder/`` and a head."""
     from safetensors.numpy import save_file
-    from test_dense_models import tiny_bert
+    from helpers.dense_models import tiny_bert
 
     from harness_builtins.rerank.late_interaction import write_checkpoint as write
 
@@ -145,7 +145,7 @@ def test_a_harness_train_output_is_read_with_its_trained_encoder(tmp_path, monke
     """The trainer's layout: record (loss late-interaction), loss.safetensors with m, model/; the
     encoder is the registered ``trained`` one (here a letter-count stand-in, so no model loads)."""
     import torch
-    from fake_rerankers import LetterEncoder, registries_with_fake_rerankers
+    from helpers.fake_rerankers import LetterEncoder, registries_with_fake_rerankers
     from safetensors.torch import save_file
 
     from harness_builtins.rerank import late_interaction
@@ -178,7 +178,7 @@ def test_late_interaction_on_a_harness_train_output_with_the_trained_encoder(tmp
     """The real ``trained`` encoder of the dense plugin loads the checkpoint's ``model/``."""
     import torch
     from safetensors.torch import save_file
-    from test_dense_models import tiny_bert, tiny_st
+    from helpers.dense_models import tiny_bert, tiny_st
 
     out = tmp_path / "out"
     tiny_st(out / "model", tiny_bert(tmp_path / "bert"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.api import Candidate, Hit, Passage, RunContext
+from helpers.upr_fakes import Recording
 
 PASSAGES = [
     ("Banana", "The banana is a long yellow fruit that grows in bunches in warm countries."),
@@ -30,14 +31,14 @@ QUESTION = "what colour is a banana"
 
 @pytest.fixture(scope="session")
 def t5_dir(tmp_path_factory):
-    from rerank_models import tiny_t5
+    from helpers.rerank_models import tiny_t5
 
     return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
 
 
 @pytest.fixture(scope="session")
 def other_t5_dir(tmp_path_factory):
-    from rerank_models import tiny_t5
+    from helpers.rerank_models import tiny_t5
 
     return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5-other", seed=1)
 
@@ -114,18 +115,6 @@ def test_the_target_ends_with_a_question_mark_once():
     assert question_target("who wrote hamlet") == "Question: who wrote hamlet"  # as ART, and UPR off NQ
 
 
-class Recording:
-    """A tokenizer that records the texts it is given, then tokenises them as the real one."""
-
-    def __init__(self, inner):
-        self.inner, self.texts = inner, []
-
-    def __call__(self, text, **options):
-        self.texts.extend([text] if isinstance(text, str) else text)
-        return self.inner(text, **options)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def test_the_tokenizer_is_fed_upr_s_exact_strings(tmp_path, t5_dir):

@@ -39,7 +39,7 @@ def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     """A plain transformers BERT directory (CLS pooling unless --pooling says otherwise)."""
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
 
     directory = tmp_path_factory.mktemp("tiny-bert")

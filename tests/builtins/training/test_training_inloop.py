@@ -14,39 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.api import InMemoryCorpus, Passage, RetrievedBatch
+from harness.api import Passage, RetrievedBatch
+
+
+from helpers.upr_fakes import Recording
+from helpers.gloo_group import close_group, free_port  # noqa: E402
+from helpers.inloop import DIM, HashEncoder, PASSAGES, make_index, queries
 
 torch = pytest.importorskip("torch")
 
-from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
-from test_upr import Recording  # noqa: E402  (a tokenizer that records what it is fed)
-from gloo_group import close_group, free_port  # noqa: E402
-
-DIM = 6
-PASSAGES = [Passage(id=f"p{i:02d}", title=f"T{i}", text=f"passage {i} " + "x" * (i % 7)) for i in range(45)]
 
 
-class HashEncoder:
-    """Deterministic pseudo-random passage vectors (from the passage text), with a few exact
-    duplicates so that ties occur."""
-
-    def identity(self) -> str:
-        return "hash-encoder-6"
-
-    def encode_queries(self, queries):
-        raise NotImplementedError
-
-    def encode_passages(self, passages):
-        out = []
-        for title, text in passages:
-            number = int(title[1:])
-            seed = number % 40  # passages 40..44 repeat the vectors of 0..4: exact ties
-            out.append(np.random.default_rng(seed).standard_normal(DIM).astype(np.float16).astype(np.float32))
-        return np.stack(out)
 
 
-def queries() -> torch.Tensor:
-    return torch.from_numpy(np.random.default_rng(7).standard_normal((10, DIM)).astype(np.float32))
 
 
 def reference_top(k: int, shard_size: int = 8, flat: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -62,16 +42,6 @@ def reference_top(k: int, shard_size: int = 8, flat: bool = False) -> tuple[np.n
     return np.take_along_axis(scores, rows, 1), rows
 
 
-def make_index(root: Path, shard_size: int = 8, flat: bool = False):
-    """The in-loop index on CPU; with ``flat`` its slice is the GPU's exact flat index, run on a
-    CPU device (the same code a GPU runs, products in float32)."""
-    from harness_builtins.training.inloop import InLoopIndex
-
-    corpus = InMemoryCorpus("hash45", PASSAGES)
-    index = InLoopIndex(corpus, root=root, format="title_text", sep="[SEP]", shard_size=shard_size, device="cpu")
-    if flat:
-        index._flat_devices = lambda: ["cpu"]
-    return index
 
 
 def test_merge_top_orders_by_score_then_row_and_pads():
@@ -185,11 +155,6 @@ def test_qsft_gradcheck():
     assert torch.autograd.gradcheck(lambda q_: QSFTLoss()(q_, retrieved)["loss"], (q,))
 
 
-@pytest.fixture(scope="module")
-def tiny_t5_dir(tmp_path_factory) -> Path:
-    from rerank_models import tiny_t5
-
-    return tiny_t5(tmp_path_factory.mktemp("t5"))
 
 
 def test_art_loss_by_hand(tiny_t5_dir, monkeypatch):
@@ -290,7 +255,7 @@ def _digest(directory: Path) -> dict[str, str]:
 
 
 def test_qsft_on_demo_moves_only_the_question_encoder(tiny, tmp_path, monkeypatch):
-    from test_training_engine import weights
+    from helpers.training_models import weights
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     assert _train(tiny, tmp_path / "qsft", "qsft", "--max-steps", "3", "--retrieve-k", "20") == 0
@@ -318,7 +283,7 @@ def test_qsft_on_demo_moves_only_the_question_encoder(tiny, tmp_path, monkeypatc
 
 def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny, tiny_t5_dir, tmp_path, monkeypatch):
     from harness_builtins.dense import distributed
-    from test_training_inloop_scale import watch_disk
+    from helpers.disk import watch_disk
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     seen: list = []
@@ -342,7 +307,7 @@ def test_art_on_demo_re_embeds_exactly_every_n_steps(tiny, tiny_t5_dir, tmp_path
 
 def test_in_loop_errors_are_one_line(tiny, tmp_path, capsys):
     from harness.data.training import write_training_examples
-    from test_training_engine import examples
+    from helpers.training_models import examples
 
     data = tmp_path / "train.json"
     write_training_examples(data, examples())

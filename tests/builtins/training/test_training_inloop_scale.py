@@ -25,9 +25,10 @@ from harness.api import InMemoryCorpus, Passage, TrainingExample
 
 torch = pytest.importorskip("torch")
 
-from test_training_engine import TINY  # noqa: E402
-from test_training_inloop import PASSAGES, HashEncoder, tiny_t5_dir  # noqa: E402,F401
-from gloo_group import close_group, free_port  # noqa: E402
+from helpers.training_models import TINY
+from helpers.inloop import PASSAGES, HashEncoder
+from helpers.gloo_group import close_group, free_port  # noqa: E402
+from helpers.disk import Versioned, watch_disk
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
          "upsilon phi chi psi omega").split()
@@ -41,7 +42,7 @@ EXAMPLES = [TrainingExample(question=f"what is {WORDS[i]} {WORDS[(i * 3) % len(W
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory) -> Path:
     """A random BERT (test_training_engine's TINY, dropout off) taking 256 positions."""
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
 
     directory = tmp_path_factory.mktemp("bert256")
@@ -289,41 +290,8 @@ def test_chunks_under_ddp_reduce_every_gradient_once(bert_dir, tiny_t5_dir, tmp_
 # --- 2. one copy of the re-embedded corpus on disk ------------------------------------------------------
 
 
-class Versioned(HashEncoder):
-    """The hash encoder as a passage side that training changes: version ``v`` is another index."""
-
-    def __init__(self, version: int) -> None:
-        self.version = version
-
-    def identity(self) -> str:
-        return f"hash-encoder-6-v{self.version}"
-
-    def encode_passages(self, passages):
-        return super().encode_passages(passages) + np.float32(self.version)
 
 
-def watch_disk(root: Path, seen: list, encoded: list | None = None):
-    """``encode_corpus_distributed`` recording the index folders under ``root`` when each build
-    starts encoding and after every shard it writes (and, in ``encoded``, who encoded what); the
-    version of a :class:`Versioned` encoder, else its identity, names the build."""
-    from harness_builtins.dense import distributed
-
-    original = distributed.encode_corpus_distributed
-
-    def folders() -> list[str]:
-        return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-
-    def wrapper(encoder, corpus, where, **options):
-        identity = encoder.identity()
-        version = int(identity.rsplit("-v", 1)[1]) if isinstance(encoder, Versioned) else identity
-        seen.append({"version": version, "shard": None, "folders": folders()})
-        result = original(encoder, corpus, where, **options,
-                          on_shard=lambda shard: seen.append({"version": version, "shard": shard, "folders": folders()}))
-        if encoded is not None:
-            encoded.append({rank: list(shards) for rank, shards in result.encoded.items()})
-        return result
-
-    return wrapper
 
 
 def folder_of(root: Path, version: int) -> str:
@@ -337,7 +305,7 @@ def test_re_embedding_keeps_one_copy_of_this_runs_on_disk(tmp_path, monkeypatch)
     before the next is written (the starting one too: this run made it), so while any shard is
     written the only index on disk is the one being written; after the last step none is left."""
     from harness_builtins.dense import distributed
-    from test_training_inloop import make_index
+    from helpers.inloop import make_index
 
     root = tmp_path / "dense"
     seen: list = []
@@ -361,7 +329,7 @@ def test_a_checkpoint_at_each_re_embedding_leaves_one_copy_between_them(tmp_path
     checkpoint names, stays; once the checkpoint names v2, v1 is deleted: one copy between
     re-embeddings (the start's v0, made by this run and named by no checkpoint, goes first)."""
     from harness_builtins.dense import distributed
-    from test_training_inloop import make_index
+    from helpers.inloop import make_index
 
     root = tmp_path / "dense"
     seen: list = []
@@ -387,7 +355,7 @@ def test_a_starting_index_found_in_the_cache_stays(tmp_path, monkeypatch):
     """An earlier run made v0 (e.g. QSFT from the same model): this run reuses it, keeps it
     through its re-embeddings and after them; only its own mid-training copy exists besides."""
     from harness_builtins.dense import distributed
-    from test_training_inloop import make_index
+    from helpers.inloop import make_index
 
     root = tmp_path / "dense"
     make_index(root).build(Versioned(0))  # the earlier run
@@ -407,7 +375,7 @@ def test_a_starting_index_found_in_the_cache_stays(tmp_path, monkeypatch):
 def test_a_frozen_passage_side_keeps_its_index(tmp_path):
     """QSFT (frozen passage side) re-embedding finds its own key: nothing deleted, nothing
     re-encoded, the index stays after training, its search unchanged."""
-    from test_training_inloop import make_index, queries
+    from helpers.inloop import make_index, queries
 
     root = tmp_path / "dense"
     index = make_index(root)
@@ -428,7 +396,7 @@ def test_a_resumed_run_searches_its_checkpoints_index_and_re_embeds_when_it_is_g
     from types import SimpleNamespace
 
     from harness_builtins.training.resume import restore_in_loop, save_in_loop
-    from test_training_inloop import make_index
+    from helpers.inloop import make_index
 
     root = tmp_path / "dense"
     loss_module = SimpleNamespace()
@@ -480,7 +448,7 @@ def _ranked_builds(rank: int, world: int, port: int, root: str) -> None:
     import torch.distributed as dist
 
     from harness_builtins.dense import distributed
-    from test_training_inloop import make_index
+    from helpers.inloop import make_index
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     dist.init_process_group("gloo", rank=rank, world_size=world)

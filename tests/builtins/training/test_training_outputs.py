@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from test_training_engine import data, tiny, train  # noqa: F401 - fixtures
+from helpers.training_models import train
 
 torch = pytest.importorskip("torch")
 

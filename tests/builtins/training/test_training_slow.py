@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_training_engine import data, tiny, train, weights  # noqa: F401 - fixtures
+from helpers.training_models import weights
 
 torch = pytest.importorskip("torch")
 
@@ -114,7 +114,7 @@ def test_dpr_on_demo_train_beats_its_initial_checkpoint_on_demo_dev(tmp_path):
     architecture untrained, on ``demo-dev`` top-20 (measured: 1.1 -> 32.5)."""
     import json
 
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
 
     from harness.cli.main import main
@@ -243,7 +243,7 @@ def test_a_killed_art_run_resumes_with_the_index_it_was_searching(tiny, tmp_path
     """ART re-embedding every 2 steps, killed after a checkpoint: the resumed run searches the
     index saved with the checkpoint (not one re-embedded by the checkpoint's weights), so it makes
     the same embeddings at the same steps and ends with the weights of an uninterrupted run."""
-    from rerank_models import tiny_t5
+    from helpers.rerank_models import tiny_t5
 
     teacher = tiny_t5(tmp_path / "t5")
     art = ["train", "--variant", "art", "--data", "demo-dev", "--corpus", "demo", "--model", str(tiny),

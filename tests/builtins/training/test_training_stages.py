@@ -16,8 +16,6 @@ from harness.evaluate import evaluate_retriever, make_context
 
 torch = pytest.importorskip("torch")
 
-from test_training_engine import tiny  # noqa: E402,F401  (the tiny random BERT fixture)
-from test_dense_models import tiny_models  # noqa: E402,F401  (the dense tests' tiny models)
 
 
 class PartEcho:
@@ -58,7 +56,7 @@ COMMON = ["--batch-size", "4", "--max-question-length", "16", "--max-passage-len
 def test_specialised_trains_one_question_encoder_per_label_and_searches_each_part_with_its_own(tiny, tmp_path, monkeypatch):
     from harness import registry
     from harness_builtins.dense.specialised import SpecialisedRetriever
-    from test_training_engine import weights
+    from helpers.training_models import weights
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "spec"
@@ -116,7 +114,7 @@ def test_specialised_refuses_a_label_with_another_passage_encoder(tiny, tmp_path
 
 def test_synthetic_pretrain_runs_two_resumable_stages(tiny, tmp_path, monkeypatch, capsys):
     from harness.data.training import write_training_examples
-    from test_training_engine import examples, weights
+    from helpers.training_models import examples, weights
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     generated = tmp_path / "generated.json"
@@ -143,7 +141,7 @@ def test_synthetic_pretrain_runs_two_resumable_stages(tiny, tmp_path, monkeypatc
 def test_an_interrupted_first_stage_resumes(tiny, tmp_path, monkeypatch):
     """A finished first stage is skipped on the rerun; the second stage resumes from the first's model."""
     from harness.data.training import write_training_examples
-    from test_training_engine import examples
+    from helpers.training_models import examples
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     generated = tmp_path / "generated.json"
@@ -193,8 +191,8 @@ def test_specialised_keeps_one_passage_index_and_one_label_encoder_at_a_time(tin
     import shutil
     import weakref
 
-    from test_dense_models import corpus_of
-    from test_dense_retriever import PASSAGES
+    from helpers.dense_models import corpus_of
+    from helpers.dense_suite import PASSAGES
 
     from harness_builtins.dense.encoders import SentenceTransformerEncoder
     from harness_builtins.dense.index import DenseIndex

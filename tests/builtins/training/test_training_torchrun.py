@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import TESTS
+
 from harness.api import Passage, TrainingExample
 
-from test_training_engine import tiny  # noqa: F401 - the tiny random BERT fixture
-from gloo_group import close_group, free_port  # noqa: E402
+from helpers.gloo_group import close_group, free_port  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS / "helpers"
 #: 19 examples: batch 4 over 2 processes leaves 3 examples after two full rounds, batch 8 in one
 #: process a short last batch of 3.
 COUNT = 19
@@ -350,7 +351,7 @@ def test_two_processes_killed_mid_epoch_resume_to_the_uninterrupted_weights(tiny
     """Two gloo processes over 3 epochs of 19 examples (the last step of each epoch uneven: 2 + 1),
     killed after the checkpoint of step 4 (mid-epoch 2 of 3 steps each), restarted with --resume: the same batches
     after the checkpoint and the uninterrupted run's weights."""
-    from test_training_engine import weights
+    from helpers.training_models import weights
 
     def command(output: Path, trace: Path, *extra: str) -> list[str]:
         args = _args(tiny, odd_data, output, 4)

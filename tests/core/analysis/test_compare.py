@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,10 @@ from harness.cli.main import main
 from harness.errors import HarnessError
 from harness.results.schema import read_result, read_results, write_result
 
-from result_docs import make_result
+from helpers.result_docs import make_result
+from helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 COMMITTED = ROOT / "leaderboard" / "results"
 
 

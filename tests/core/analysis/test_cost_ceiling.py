@@ -21,7 +21,7 @@ from harness.util.resources import Peak, PeakMemory, directory_bytes
 
 @pytest.fixture
 def fake_rerankers():
-    from fake_rerankers import registries_with_fake_rerankers
+    from helpers.fake_rerankers import registries_with_fake_rerankers
 
     with registries_with_fake_rerankers():
         yield
@@ -76,7 +76,7 @@ def test_a_fusions_bytes_are_its_components_summed():
 def test_the_schema_refuses_a_broken_cost_block(change, problem):
     from harness.evaluate import evaluate_retriever
     from harness.testing import toy_suite
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_retrievers import OverlapRetriever
 
     data = evaluate_retriever(OverlapRetriever(), toy_suite(), name="o", plugin="p",
                               context=RunContext(cache_dir=Path("."), progress=False)).result

@@ -17,9 +17,10 @@ from harness.results.labels import result_label, training_data, unique_labels
 from harness.board.markdown import render
 from harness.results.schema import read_result, read_results, write_result
 
-from result_docs import make_result
+from helpers.result_docs import make_result
+from helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 COMMITTED = ROOT / "leaderboard" / "results"
 
 #: Two parts of six questions; first-hit ranks per system.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,8 @@ from harness.errors import InputFileError
 from harness.board.markdown import render
 from harness.results.schema import read_results, write_result
 
-from result_docs import make_result
-from test_results_leaderboard import cells
+from helpers.result_docs import make_result
+from helpers.board_cells import cells
 
 
 def ranks(hits_at_0):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from harness.analysis.compare import load_systems
 from harness.analysis.seen import normalize_answer, pattern, read_training, seen_unseen, splits_for
 from harness.cli.main import main
 from harness.errors import InputFileError
+from helpers.paths import REPO
 
-COMMITTED = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
+COMMITTED = REPO / "leaderboard" / "results"
 
 
 def test_squad_answer_normalisation():

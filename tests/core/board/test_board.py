@@ -16,7 +16,7 @@ from harness.results.report import markdown_text, one_line
 from harness.results.schema import read_results, write_result
 from harness.results.selection import latest, newest, question_set
 
-from result_docs import make_result
+from helpers.result_docs import make_result
 
 
 def _results(folder, docs):

@@ -18,8 +18,8 @@ from harness.board.markdown import render
 from harness.results.report import link_target, markdown_link, markdown_text
 from harness.results.schema import Result, dumps, read_results, result_filename, validate, write_result
 
-from result_docs import make_result
-from test_results_leaderboard import cells
+from helpers.result_docs import make_result
+from helpers.board_cells import cells
 
 #: The HTML the board writes itself; any other ``<`` in a generated file came from an input.
 OWN_TAGS = re.compile(r"</?(?:details|summary)>")
@@ -268,7 +268,7 @@ class FiveHits:
 
 
 def test_the_label_shows_the_depth_actually_reranked(tmp_path):
-    from fake_rerankers import TitleOverlapReranker
+    from helpers.fake_rerankers import TitleOverlapReranker
     from harness.evaluate import Second, evaluate_retriever
     from harness.results.report import format_result_table
     from harness.testing import toy_suite
@@ -296,7 +296,7 @@ def test_the_label_shows_the_depth_actually_reranked(tmp_path):
 
 
 def test_scoring_a_shallow_run_records_the_depth_actually_reranked(capsys, tmp_path):
-    from fake_rerankers import registries_with_fake_rerankers
+    from helpers.fake_rerankers import registries_with_fake_rerankers
 
     with registries_with_fake_rerankers():
         assert main(["run", "-r", "test-overlap", "-s", "demo", "--k", "1,5", "--no-progress", "--results-dir",

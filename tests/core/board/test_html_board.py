@@ -27,10 +27,11 @@ from harness.board.cells import cost_summary
 from harness.board.sections import rerank_ceiling, sections
 from harness.results.schema import read_results, write_result
 
-from result_docs import make_result
-from test_results_leaderboard import cells
+from helpers.result_docs import make_result
+from helpers.board_cells import cells
+from helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 COMMITTED = ROOT / "leaderboard" / "results"
 
 #: The folder the browser tests copy their screenshots into, when set.

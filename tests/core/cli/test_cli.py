@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from harness.cli.main import main
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +18,8 @@ from harness.cli.main import main
 from harness.errors import HarnessError, InputFileError
 from harness.results.schema import read_result, validate, write_result
 from harness.testing import toy_suite
-from test_results_leaderboard import cells, make_result
+from helpers.result_docs import make_result
+from helpers.board_cells import cells
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -262,8 +262,7 @@ def test_eof_is_not_reported_as_an_interrupt(capsys, monkeypatch):
 
 
 def test_an_unusable_results_dir_fails_before_any_work(capsys, tmp_path, test_registries, monkeypatch):
-    import fake_retrievers
-
+    import helpers.fake_retrievers as fake_retrievers
     indexed = []
     monkeypatch.setattr(fake_retrievers.OverlapRetriever, "index", lambda self, c, ctx: indexed.append(1))
     (tmp_path / "file").write_text("")
@@ -309,7 +308,7 @@ def test_a_damaged_bm25_index_is_named_and_rebuilt(tmp_path, capsys):
 
 def test_a_damaged_embedding_shard_is_named_and_reencoded(tmp_path, capsys):
     from harness_builtins.dense.embeddings import embed_corpus, shard_name
-    from test_dense_cache import HashEncoder, passages
+    from helpers.dense_fakes import HashEncoder, passages
 
     corpus = InMemoryCorpus("c", [Passage(id=i, title=t, text=x) for i, t, x in passages(10)])
     cache = embed_corpus(HashEncoder(), corpus, tmp_path, shard_size=4, progress=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import os
@@ -18,6 +17,7 @@ from harness.data.corpus_store import CorpusStore, build_store, open_or_build
 from harness.api.corpus import PassageFingerprint, corpus_fingerprint
 from harness.errors import HarnessError, InputFileError, UnknownNameError
 from harness.api import Corpus, InMemoryCorpus, Passage
+from helpers.corpus_files import write_tsv
 
 #: Tricky passages: quotes, tabs and newlines inside text, unicode, empty titles, long text.
 PASSAGES = (
@@ -40,14 +40,6 @@ STRING_IDS = tuple(
 )
 
 
-def write_tsv(path: Path, passages, *, header=("id", "text", "title")) -> Path:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "wt", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(header)
-        for p in passages:
-            writer.writerow([p.id, p.text, p.title])
-    return path
 
 
 def write_jsonl(path: Path, passages) -> Path:

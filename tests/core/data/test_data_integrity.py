@@ -28,10 +28,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import REPO
+
 from harness.cli.main import main
 from harness.errors import HarnessError, InputFileError
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
@@ -115,7 +116,7 @@ def test_a_named_training_set_edited_after_its_download_is_refused_by_fetch_trai
 
     mirror = tmp_path / "mirror.json"
     from harness.data.training import write_training_examples
-    from test_training_engine import examples
+    from helpers.training_models import examples
 
     write_training_examples(mirror, examples())
     specs = tmp_path / "specs" / "training"
@@ -211,7 +212,7 @@ def cls_checkpoint(tmp_path_factory) -> Path:
     """A checkpoint folder an export accepts: a tiny BERT with CLS pooling and a record."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from test_dense_models import tiny_bert
+    from helpers.dense_models import tiny_bert
 
     root = tmp_path_factory.mktemp("checkpoint")
     transformer = Transformer(str(tiny_bert(root / "bert", pooler=False)), max_seq_length=32)
@@ -464,7 +465,7 @@ def test_two_runs_into_one_output_the_second_stops_with_one_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory):
-    from rerank_models import tiny_t5
+    from helpers.rerank_models import tiny_t5
 
     return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
 

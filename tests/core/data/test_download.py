@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.data import download
-from loopback import FaultyServer, serving
+from helpers.loopback import FaultyServer, serving
 from harness.data.download import (
     ChecksumError,
     DownloadError,
@@ -28,8 +28,9 @@ from harness.data.download import (
     locate,
     verify,
 )
+from helpers.paths import SHARED_DATA
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = SHARED_DATA
 CURATED = "dpr-qas/topics.dpr.curated.test.txt"
 CURATED_SHA = "0545ad16b1ddc5379e3938a3bfd3237c02f0bfe05ef4a2a227957f65c963592b"
 NQ = "dpr-qas/topics.dpr.nq.test.txt"

@@ -20,8 +20,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "harness-plugin-example"
 
 #: Expected first-hit ranks of example-overlap on example-capitals, worked out by hand from the
@@ -488,7 +488,7 @@ def test_misspelled_hook_is_reported(sites, unavailable_builtins, tmp_path):
 def test_a_third_party_loss_and_variant_train_end_to_end(harness, tmp_path):
     """The example distribution's ``example-margin`` loss (its formula checked by hand here) and
     variant, listed and used by ``harness train`` exactly like the built-ins."""
-    from test_training_engine import TINY, examples
+    from helpers.training_models import TINY, examples
 
     from harness.data.training import write_training_examples
 
@@ -505,7 +505,7 @@ def test_a_third_party_loss_and_variant_train_end_to_end(harness, tmp_path):
     assert ok(harness(command=[sys.executable, "-c", code])).split() == ["0.5", "1.0"]
 
     import torch
-    from test_dense_models import save_tokenizer
+    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
 
     model = tmp_path / "tiny"

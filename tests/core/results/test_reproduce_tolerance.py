@@ -15,7 +15,7 @@ from harness.cli.main import main
 from harness.errors import InputFileError
 from harness.results.schema import read_results, write_result
 
-from result_docs import make_result
+from helpers.result_docs import make_result
 
 
 def table_file(tmp_path, header: str, values: str, name: str = "t-1", row_extra: str = "") -> object:

@@ -24,7 +24,7 @@ from harness.plugins import LoadedPlugins, PluginError, load_plugins, new_plugin
 from harness.registry import Registry, skipped
 from harness.results.schema import read_result, read_results, result_filename, validate, write_result
 
-from result_docs import make_result
+from helpers.result_docs import make_result
 
 TABLE = '''
 name = "{name}"

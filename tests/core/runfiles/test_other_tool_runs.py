@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_retrievers import registries_with_fake_retrievers
+from helpers.fake_retrievers import registries_with_fake_retrievers
 from harness.api import InMemoryCorpus, Part, Passage, Question, Suite
 from harness.cli.main import main
 from harness.errors import InputFileError
@@ -25,6 +25,7 @@ from harness.runfiles.registered import format_names, run_format, spellings
 from harness.runfiles.ranks import score_run
 from harness.runfiles.readers import detect_format, read_run
 from harness.runfiles.stream import read_streamed, score_streamed
+from helpers.tool_runs import _cli, _scored, flat_ranks
 
 
 
@@ -165,19 +166,8 @@ WRITERS = {
 FORMAT_OF = {"flashrag-jsonl": "flashrag", "rankify-jsonl": "rankify-dataset", "rankify-contexts": "rankify-dataset"}
 
 
-def _cli(capsys, *args):
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
-def _scored(capsys, tmp_path, run_file, *extra):
-    out_dir = tmp_path / f"results-{run_file.name}-{len(extra)}"
-    code, out, err = _cli(capsys, "score", "-s", "demo", "--run", str(run_file), "--results-dir", str(out_dir),
-                          "--name", "same", "--no-progress", *extra)
-    assert code == 0, err
-    (result,) = out_dir.glob("*.json")
-    return json.loads(result.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -287,8 +277,6 @@ def small_suite(parts=1) -> Suite:
     return Suite(name="small", parts=(Part(name="a", questions=questions[:2]), Part(name="b", questions=questions[2:])), corpus=corpus)
 
 
-def flat_ranks(suite, run):
-    return {qid: rank for part in score_run(suite, run).values() for qid, rank in part.items()}
 
 
 def test_rankify_questions_match_with_the_question_mark_rankify_adds(tmp_path):
@@ -366,15 +354,6 @@ def test_ranx_ties_are_broken_by_document_id(tmp_path):
     assert flat_ranks(suite, run) == {"q0": None, "q1": None, "q2": None, "q3": 2}
 
 
-@pytest.fixture
-def tool_home(tmp_path, monkeypatch):
-    """A temporary home folder: importing rankify, or ranx (through ir_datasets), writes under ~."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("RERANKING_CACHE_DIR", str(home / "rankify"))
-    monkeypatch.setenv("IR_DATASETS_HOME", str(home / "ir_datasets"))
-    return home
 
 
 def test_ranx_files_written_by_ranx(tmp_path, tool_home):

@@ -20,8 +20,8 @@ from harness.errors import InputFileError
 from harness.runfiles.published import read_run_spec
 from harness.runfiles.registered import run_format
 from harness.runfiles.stream import JsonMembers
-from loopback import serving
-from qa_data import load_set
+from helpers.loopback import serving
+from helpers.qa_data import load_set
 
 N = 12  # questions
 DEPTH = 8  # passages per question
@@ -256,7 +256,7 @@ def test_a_file_of_the_same_name_wins_and_published_prefix_forces_the_run(capsys
 
 
 def test_rerank_works_on_a_published_run(capsys, site):
-    from fake_rerankers import registries_with_fake_rerankers
+    from helpers.fake_rerankers import registries_with_fake_rerankers
 
     _server, tmp_path, _files = site
     with registries_with_fake_rerankers():

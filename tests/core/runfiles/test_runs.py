@@ -28,8 +28,8 @@ from unittest import mock
 import pytest
 import regex
 
-import qa_data
-from regex_witness import regex_witness
+import helpers.qa_data as qa_data
+from helpers.regex_witness import regex_witness
 from harness.errors import HarnessError, InputFileError
 from harness.scoring.matching import has_answer
 from harness.data.questions import read_questions

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fake_retrievers import registries_with_fake_retrievers
+from helpers.fake_retrievers import registries_with_fake_retrievers
 from harness.cli.main import main
 
 

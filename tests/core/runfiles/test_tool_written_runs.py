@@ -7,14 +7,14 @@ naming file and line."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from harness.errors import InputFileError
 from harness.runfiles.ranks import score_run
 from harness.runfiles.readers import detect_format, read_run
-from test_other_tool_runs import _cli, _scored, flat_ranks, tool_home  # noqa: F401 - helpers, and the tools' temporary home
+from helpers.tool_runs import _cli, _scored, flat_ranks
+from helpers.paths import REPO, TESTS
 
 
 # ---- files written by the tools' own code -----------------------------------------------------
@@ -23,8 +23,8 @@ from test_other_tool_runs import _cli, _scored, flat_ranks, tool_home  # noqa: F
 # and Rankify themselves (scripts/make_tool_runs.py; PROVENANCE.json names tool, version and
 # writer), beside the same ranking as a TREC run. Every has_answer flag in them is true.
 
-TOOL_RUNS = Path(__file__).resolve().parent / "data" / "tool_runs"
-MAKE_TOOL_RUNS = Path(__file__).resolve().parent.parent / "scripts" / "make_tool_runs.py"
+TOOL_RUNS = TESTS / "data" / "tool_runs"
+MAKE_TOOL_RUNS = REPO / "scripts" / "make_tool_runs.py"
 
 #: (file, the format it is read as, the TREC run of the same ranking)
 TOOL_FILES = [

@@ -16,19 +16,16 @@ from collections import Counter
 import pytest
 import regex
 
-import dpr_reference as ref
-import qa_data
-from regex_witness import regex_witness
+import helpers.dpr_reference as ref
+import helpers.qa_data as qa_data
+from helpers.regex_witness import regex_witness
 from harness.scoring.matching import AnswerMatcher, has_answer, screen
 from harness.scoring.ranks import first_hit_ranks, macro_average, top_k_accuracy
 from harness.api import InMemoryCorpus, Passage, Question
-
-def nfd(s: str) -> str:
-    return unicodedata.normalize("NFD", s)
+from helpers.matching import nfc, nfd, perturb
 
 
-def nfc(s: str) -> str:
-    return unicodedata.normalize("NFC", s)
+
 
 
 def compare(pairs, mode):
@@ -492,12 +489,6 @@ def random_text(rng: random.Random, max_words: int) -> str:
     return "".join(parts)
 
 
-def perturb(s: str, rng: random.Random) -> str:
-    return rng.choice([
-        lambda x: x, str.upper, str.lower, str.swapcase, str.title, nfc, nfd,
-        lambda x: unicodedata.normalize("NFKC", x), lambda x: " ".join(x.split()),
-        lambda x: x.replace("σ", "ς"), lambda x: x.replace("ς", "Σ"), lambda x: x.replace("i", "İ"),
-    ])(s)
 
 
 def random_answer(text: str, rng: random.Random) -> str:

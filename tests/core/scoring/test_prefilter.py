@@ -9,12 +9,12 @@ import unicodedata
 
 import pytest
 
-import dpr_reference as ref
-import qa_data
+import helpers.dpr_reference as ref
+import helpers.qa_data as qa_data
 from harness.api import Question
 from harness.scoring.matching import AnswerMatcher, has_answer, screen
 from harness.scoring.ranks import first_hit_ranks
-from test_matching import perturb
+from helpers.matching import perturb
 
 
 # ---------------------------------------------------------------------------------------------

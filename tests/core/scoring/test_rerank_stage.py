@@ -17,7 +17,7 @@ from harness.results.schema import chain_label, config_digest, result_filename, 
 
 @pytest.fixture
 def fake_rerankers():
-    from fake_rerankers import registries_with_fake_rerankers
+    from helpers.fake_rerankers import registries_with_fake_rerankers
 
     with registries_with_fake_rerankers():
         yield
@@ -122,8 +122,8 @@ def test_run_with_rerank_records_the_chain(capsys, tmp_path, fake_rerankers):
     ],
 )
 def test_a_broken_reranker_is_a_one_line_error(tmp_path, mode, fragment):
-    from fake_rerankers import BrokenReranker
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_rerankers import BrokenReranker
+    from helpers.fake_retrievers import OverlapRetriever
     from harness.evaluate import Second, evaluate_retriever
     from harness.testing import toy_suite
 
@@ -209,7 +209,7 @@ def test_result_names_and_labels():
     ],
 )
 def test_schema_checks_the_reranker_block(block, problem):
-    from fake_retrievers import OverlapRetriever
+    from helpers.fake_retrievers import OverlapRetriever
     from harness.errors import InputFileError
     from harness.evaluate import evaluate_retriever
     from harness.testing import toy_suite
@@ -223,7 +223,7 @@ def test_schema_checks_the_reranker_block(block, problem):
 
 
 def test_check_reranker_passes_a_good_one_and_names_a_broken_one(fake_rerankers):
-    from fake_rerankers import BrokenReranker
+    from helpers.fake_rerankers import BrokenReranker
     from harness.testing import check_reranker
 
     checked = check_reranker("test-title", options={"weight": 2})

@@ -18,15 +18,13 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from harness.util import progress as progress_module
 from harness.util.progress import PlainProgress, note, progress, set_progress, task
-from test_training_engine import data, tiny  # noqa: F401  (fixtures: a tiny BERT and 16 examples)
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.util.paths import LEADERBOARD_RESULTS, RESULTS_ENV, default_results_dir
+from helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

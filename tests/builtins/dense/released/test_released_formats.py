@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import released_fixtures as rf
+import helpers.released_fixtures as rf
 from harness.errors import HarnessError, InputFileError
 from harness_builtins.dense.released import contract, formats, unpickle
 from harness_builtins.dense.released.formats import Contiguous, open_release, unpack_faiss_archive

@@ -20,19 +20,7 @@ import pytest
 
 from harness.api import EmbeddingsPart, ReleasedEmbeddings
 from harness.errors import HarnessError
-from test_released_import import (  # noqa: F401 (fixtures)
-    CORPUS,
-    K,
-    ArrayRelease,
-    assert_same_rankings,
-    brute_force,
-    context,
-    registered,
-    releases,
-    retriever_for,
-    spec_of,
-    world,
-)
+from helpers.released_world import CORPUS, K, ArrayRelease, assert_same_rankings, brute_force, context, retriever_for, spec_of
 
 
 def _one_line(exc) -> str:
@@ -147,8 +135,8 @@ def test_an_in_place_store_changed_with_the_same_size_and_time_is_noticed(world,
 
 
 def test_a_faiss_index_changed_after_import_is_unpacked_again_from_its_archive(world, releases, tmp_path, monkeypatch):
-    import released_fixtures as rf
-    from loopback import serving
+    import helpers.released_fixtures as rf
+    from helpers.loopback import serving
 
     site = tmp_path / "site"
     [archive] = rf.write_faiss_flat_tar(site / "tiny-faiss.tar.gz", world["ids"], world["vectors"])
@@ -313,8 +301,8 @@ def test_an_import_another_process_finished_while_this_one_waited_is_used_not_re
 def test_a_faiss_release_interrupted_at_each_stage_resumes_to_the_same_search(world, releases, tmp_path, monkeypatch, stage):
     import shutil
 
-    import released_fixtures as rf
-    from loopback import serving
+    import helpers.released_fixtures as rf
+    from helpers.loopback import serving
 
     from harness.data.embeddings import fetch_embeddings
 
@@ -365,7 +353,7 @@ def test_the_matrix_says_a_release_exists_before_encoding_a_passage_side(world, 
 
 
 def test_a_bad_vector_of_a_faiss_index_names_the_index_not_the_docid(world, tmp_path):
-    import released_fixtures as rf
+    import helpers.released_fixtures as rf
 
     from harness_builtins.dense.released.importer import import_release
 

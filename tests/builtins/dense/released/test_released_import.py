@@ -19,191 +19,44 @@ import signal
 import subprocess
 import sys
 import time
-from collections import namedtuple
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from harness import hookimpl
-from harness.api import EmbeddingsPart, InMemoryCorpus, Passage, ReleasedEmbeddings, RunContext
+from harness.api import EmbeddingsPart, InMemoryCorpus, Passage, ReleasedEmbeddings
 from harness.errors import HarnessError
-
-CORPUS = "tiny-wiki"
-PASSAGES = 2000
-QUESTIONS = 24
-K = 20
-
-Contiguous = namedtuple("Contiguous", "path offset rows dim")
+from helpers.released_world import ArrayRelease, CORPUS, K, PASSAGES, assert_same_rankings, brute_force, context, retriever_for, spec_of, tiny_dpr
+from helpers.paths import TESTS
 
 
-class ArrayRelease:
-    """A stand-in reader with the formats' contract (``dim``, ``dtype``, ``rows``, ``chunks``,
-    ``contiguous``) over arrays, chunk by chunk; ``block`` is a raw float32 file of ``vectors`` at
-    ``offset`` (the in-place case); ``pause`` seconds between chunks (the kill test)."""
-
-    def __init__(self, ids, vectors, *, chunk=128, block=None, offset=0, pause=0.0, path="release.bin"):
-        self.ids, self.vectors = list(ids), np.asarray(vectors)
-        self.dim, self.dtype, self.rows = self.vectors.shape[1], np.dtype(np.float32), len(self.ids)
-        self.chunk, self.block, self.offset, self.pause, self.path = chunk, block, offset, pause, path
-
-    def chunks(self, skip=0):
-        for start in range(skip, self.rows, self.chunk):
-            if self.pause:
-                time.sleep(self.pause)
-            yield self.ids[start : start + self.chunk], self.vectors[start : start + self.chunk]
-
-    def contiguous(self):
-        return None if self.block is None else Contiguous(self.block, self.offset, self.rows, self.dim)
-
-    def path_of(self, row):
-        return self.path
 
 
-def words() -> list[str]:
-    from test_dense_models import vocab_file
-
-    vocab = [w for w in vocab_file().read_text(encoding="utf-8").split() if w.isalpha() and len(w) > 3]
-    return vocab[1000:6000]
 
 
-def make_corpus() -> InMemoryCorpus:
-    rng = np.random.default_rng(7)
-    vocab = words()
-    passages = [
-        Passage(id=str(i + 1), title=" ".join(rng.choice(vocab, 2)), text=" ".join(rng.choice(vocab, 30)))
-        for i in range(PASSAGES)
-    ]
-    return InMemoryCorpus(CORPUS, passages)
 
 
-def spec_of(name="tiny-release", *, rows=PASSAGES, dim=None, encoder="dpr-nq", corpus=CORPUS, prefix="", fmt="dpr-pickle"):
-    return ReleasedEmbeddings(
-        name=name, description="test release", corpus=corpus, encoder=encoder, format=fmt,
-        parts=(EmbeddingsPart(url="http://127.0.0.1/none", path=f"tests/{name}.bin", sha256="0" * 64),),
-        rows=rows, dim=dim, id_prefix=prefix,
-    )
 
 
-def tiny_dpr(directory: Path, kind: str, *, seed: int) -> Path:
-    """A tiny DPR question or context encoder (the shipped WordPiece vocabulary), initialised
-    widely (``initializer_range=0.5``) so that its passages' vectors differ (at BERT's 0.02 a
-    2-layer, 32-wide model gives every passage nearly the same [CLS] vector)."""
-    import torch
-    from test_dense_models import TINY, save_tokenizer
-    from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
-
-    save_tokenizer(directory)
-    torch.manual_seed(seed)
-    cls = DPRQuestionEncoder if kind == "question" else DPRContextEncoder
-    cls(DPRConfig(vocab_size=30522, initializer_range=0.5, **TINY)).save_pretrained(directory)
-    return directory
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """The corpus, the tiny DPR retriever's encoders, the passages' float32 vectors and questions."""
-    from harness_builtins.dense.retriever import build_retriever
-
-    root = tmp_path_factory.mktemp("released-models")
-    models = SimpleNamespace(dpr_question=tiny_dpr(root / "question", "question", seed=2),
-                             dpr_ctx=tiny_dpr(root / "ctx", "ctx", seed=3))
-    corpus = make_corpus()
-    retriever = build_retriever("dpr-nq", query_model=str(models.dpr_question),
-                                passage_model=str(models.dpr_ctx), device="cpu")
-    passages = list(corpus)
-    vectors = np.asarray(retriever.encoder.passage.encode_passages([(p.title, p.text) for p in passages]), np.float32)
-    rng = np.random.default_rng(3)
-    questions = [" ".join(rng.choice(words(), 6)) + "?" for _ in range(QUESTIONS)]
-    return {"corpus": corpus, "vectors": vectors, "ids": [p.id for p in passages], "questions": questions,
-            "models": models, "dim": vectors.shape[1]}
 
 
-def retriever_for(world, **options):
-    from harness_builtins.dense.retriever import build_retriever
-
-    return build_retriever("dpr-nq", query_model=str(world["models"].dpr_question),
-                           passage_model=str(world["models"].dpr_ctx), device="cpu", shard_size=300, **options)
 
 
-def brute_force(world, retriever, ids, vectors, k=K):
-    """Per question: the top-k passage ids and scores by float64 sums of the float32 vectors rounded
-    once to float32, equal scores by the tie key (the engine's documented order)."""
-    from harness_builtins.dense.index import tie_key
-
-    queries = retriever.encoder.encode_queries(world["questions"]).astype(np.float64)
-    scores = queries @ np.asarray(vectors, np.float32).astype(np.float64).T
-    keys = np.array([tie_key(i) for i in ids], dtype=np.uint64)
-    out = []
-    for row in scores.astype(np.float32):  # each sum rounded once to float32, as the engine reports it
-        order = np.lexsort((keys, -row.astype(np.float64)))[:k]
-        out.append(([ids[i] for i in order], row[order]))
-    return out
 
 
-def assert_same_rankings(hits, expected):
-    assert len(hits) == len(expected)
-    for ranking, (ids, scores) in zip(hits, expected):
-        assert [h.passage_id for h in ranking] == ids
-        np.testing.assert_array_equal(np.array([h.score for h in ranking], np.float32), scores)
 
 
-class _Releases:
-    """A plugin registering the releases a test adds."""
-
-    def __init__(self):
-        self.specs: dict[str, ReleasedEmbeddings] = {}
-
-    @hookimpl
-    def register_embeddings(self, register):
-        for spec in self.specs.values():
-            register(spec)
 
 
-@pytest.fixture
-def releases(monkeypatch):
-    """``add(spec)`` registers a release through the plugin hook (the registry line re-collected)."""
-    import harness.registry
-    from harness.plugins import loaded_plugins, register_plugin
-
-    plugin = _Releases()
-    manager = loaded_plugins().manager
-    register_plugin(manager, plugin, "tests-releases")
-    cache = dict(harness.registry._cache)
-    monkeypatch.setattr(harness.registry, "_cache", cache)
-
-    def add(spec):
-        plugin.specs[spec.name] = spec
-        cache.pop("embeddings", None)
-
-    try:
-        yield add
-    finally:
-        manager.unregister(plugin)
 
 
-@pytest.fixture
-def registered(releases, monkeypatch):
-    """Register releases read by the stand-in reader (``add(spec, reader_factory)``): nothing is
-    fetched, the reader is handed to the importer."""
-    from harness_builtins.dense.released import importer, use
-
-    readers = {}
-
-    def add(spec, reader):
-        releases(spec)
-        readers[spec.name] = reader
-
-    original = importer.import_release
-    monkeypatch.setattr(use, "fetch", lambda spec, progress: [Path(f"/nonexistent/{spec.name}.bin")])
-    monkeypatch.setattr(importer, "import_release",
-                        lambda spec, *a, **kw: original(spec, *a, reader=readers[spec.name](), **kw))
-    return add
 
 
-def context(tmp_path):
-    return RunContext(cache_dir=tmp_path, threads=1, progress=False)
+
+
 
 
 # --- search through a release ---------------------------------------------------------------------
@@ -265,7 +118,7 @@ def test_a_release_searches_exactly_like_brute_force(world, registered, tmp_path
 def _release_files(kind: str, site: Path, ids: list[str], vectors: np.ndarray) -> tuple[str, str, list[Path], str]:
     """Write a release of ``kind`` under ``site`` with the fixtures' writers: (format, id prefix,
     files, stored dtype)."""
-    import released_fixtures as rf
+    import helpers.released_fixtures as rf
 
     if kind == "faiss-flat":
         return "faiss-flat", "", rf.write_faiss_flat_tar(site / "tiny-faiss.tar.gz", ids, vectors), "float32"
@@ -284,7 +137,7 @@ def _release_files(kind: str, site: Path, ids: list[str], vectors: np.ndarray) -
     ("art-pickle", "shuffled"), ("wiki-dpr", "in order"),
 ])
 def test_each_format_fetched_imported_and_searched_exactly(world, releases, tmp_path, monkeypatch, kind, layout, capfd):
-    from loopback import serving
+    from helpers.loopback import serving
 
     ids, vectors = list(world["ids"]), world["vectors"]
     if layout == "shuffled":
@@ -427,7 +280,7 @@ def test_wrong_width_non_finite_and_too_few_rows_are_refused(world, tmp_path):
 def test_ids_map_through_a_corpus_store(world, tmp_path, ids_kind):
     """A corpus store maps the ids: DPR-style ids 1..N computed at once (its dense id index), any
     others through its hash index; unknown ids refused the same way."""
-    from test_corpus_store import write_tsv
+    from helpers.corpus_files import write_tsv
 
     from harness.data.corpus_store import build_store
     from harness_builtins.dense.released.importer import IdMap, import_release
@@ -528,7 +381,7 @@ def test_encoding_a_corpus_with_a_release_says_so(world, registered, tmp_path, c
 _KILLED = """
 import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
-import test_released_import as t
+import helpers.released_world as t
 from harness_builtins.dense.released.importer import import_release
 data = np.load(sys.argv[2])
 corpus = t.make_corpus()
@@ -549,7 +402,7 @@ def test_a_killed_import_resumes_to_the_same_bytes(world, tmp_path):
     ids, vectors = [world["ids"][i] for i in order], world["vectors"][order]
     np.savez(tmp_path / "release.npz", ids=np.array(ids), vectors=vectors)
     root = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(Path(__file__).parent), str(tmp_path / "release.npz"),
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, str(TESTS), str(tmp_path / "release.npz"),
                              str(root)], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         deadline = time.monotonic() + 120
@@ -591,8 +444,8 @@ def test_harness_run_searches_a_release_by_name(world, tmp_path, monkeypatch, ca
     a ``HARNESS_SPEC_PATH`` folder, fetched from the loopback server (DPR's pickles, shuffled, two
     passages missing), imported, checked and searched; the saved run is the brute-force ranking."""
     import harness.registry
-    import released_fixtures as rf
-    from loopback import serving
+    import helpers.released_fixtures as rf
+    from helpers.loopback import serving
 
     from harness.cli.main import main
     from harness_builtins.demo import load_demo_suite
@@ -663,7 +516,7 @@ def test_an_import_outlives_its_unpinned_downloads(world, releases, tmp_path, mo
     """A release whose parts pin no checksum (DPR's, Contriever's, ART's) is digested from its
     downloads; once imported, the downloads may be deleted to save their space: a later run, offline
     and with the server gone, searches the import it made, with the same rankings and digest."""
-    from loopback import serving
+    from helpers.loopback import serving
 
     ids, vectors = list(world["ids"]), world["vectors"]
     site = tmp_path / "site"
