@@ -99,8 +99,8 @@ def test_the_default_and_the_names():
     with pytest.raises(HarnessError) as err:
         load(checkpoint="multi-t0-3")
     assert_one_line_error(err.value, "checkpoint", "multi-t0-3b")
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert [n for n in ART_CHECKPOINTS if f"`{n}`" not in readme] == []
+    docs = (REPO / "docs" / "dense-retrieval.md").read_text(encoding="utf-8")
+    assert [n for n in ART_CHECKPOINTS if f"`{n}`" not in docs] == []
 
 
 def test_fetch_resume_unpack_convert_then_reuse(env, tmp_path, releases, monkeypatch):
