@@ -368,7 +368,10 @@ def register_retrievers(register):
     register(
         RetrieverSpec(
             name="rrf",
-            description="reciprocal rank fusion (pyserini's): sum of 1/(rrf_k + rank) over the retrievers' top-depth",
+            description=(
+                "reciprocal rank fusion (pyserini's): sum of 1/(rrf_k + rank) over the retrievers' top-depth "
+                "(Cormack et al. 2009, SIGIR)"
+            ),
             load=load_rrf,
             options=RRF_OPTIONS,
             argument="A+B[+C...]",

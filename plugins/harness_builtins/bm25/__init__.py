@@ -28,7 +28,10 @@ def register_retrievers(register):
     register(
         RetrieverSpec(
             name="bm25",
-            description="Lucene BM25 via pyserini (k1=0.9, b=0.4; title + text; English analyzer)",
+            description=(
+                "Lucene BM25 via pyserini (k1=0.9, b=0.4; title + text; English analyzer; Lin et al. 2021, "
+                "arXiv:2102.10073)"
+            ),
             load=load,
             options=DEFAULTS,
         )

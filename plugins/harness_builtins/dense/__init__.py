@@ -75,7 +75,10 @@ def register_retrievers(register):
     register(
         RetrieverSpec(
             name="adapt",
-            description="encoder adaptation: -o query_encoder=ENCODER_OR_DIR -o passage_encoder=ENCODER_OR_DIR",
+            description=(
+                "encoder adaptation: -o query_encoder=ENCODER_OR_DIR -o passage_encoder=ENCODER_OR_DIR "
+                "(Li and Lin 2021, arXiv:2110.01599)"
+            ),
             load=_load_adapted,
             options=Options({"query_encoder": text(required=True, help="an encoder name or a checkpoint folder"),
                              "passage_encoder": text(required=True, help="an encoder name or a checkpoint folder")})

@@ -61,7 +61,8 @@ class Preset:
 def _dpr(name: str, checkpoint: str, what: str) -> Preset:
     return Preset(
         name=name,
-        description=f"DPR {what} (CLS, [CLS] title [SEP] text [SEP], 256 tokens, exact inner product)",
+        description=f"DPR {what} (CLS, [CLS] title [SEP] text [SEP], 256 tokens, exact inner product; "
+                    "Karpukhin et al. 2020, arXiv:2004.04906)",
         backend="transformers",
         defaults={
             "query_model": model_option(f"facebook/dpr-question_encoder-{checkpoint}-base"),
@@ -77,7 +78,8 @@ def _dpr(name: str, checkpoint: str, what: str) -> Preset:
 def _contriever(name: str, model: str, what: str) -> Preset:
     return Preset(
         name=name,
-        description=f"{what} (shared encoder, mean pooling, title + text, 512 tokens, inner product)",
+        description=f"{what} (shared encoder, mean pooling, title + text, 512 tokens, inner product; "
+                    "Izacard et al. 2022, arXiv:2112.09118)",
         backend="transformers",
         shared=True,
         defaults={"model": model_option(model), "revision": REVISION, "max_length": positive_int(512)},
@@ -100,7 +102,7 @@ PRESETS: dict[str, Preset] = {
             # pyserini's MS MARCO ANCE, not this one.
             name="ance-multi",
             description="ANCE trained on DPR's multi-dataset data (castorini/ance-dpr-*-multi: DPR towers, CLS, "
-                        "[CLS] title [SEP] text [SEP], 256 tokens, exact inner product)",
+                        "[CLS] title [SEP] text [SEP], 256 tokens, exact inner product; Xiong et al. 2020, arXiv:2007.00808)",
             backend="transformers",
             defaults={
                 "query_model": model_option("castorini/ance-dpr-question-multi"),
@@ -237,7 +239,8 @@ def _dkrr_spec(name: str, model: str, data: str) -> EncoderSpec:
     return EncoderSpec(
         name=name,
         description=f"DKRR retriever distilled from FiD's reader on {data} ({model}: shared BERT, mean pooling, "
-                    f"'question: ' questions, 'title: ... context: ...' passages, 200 tokens, inner product)",
+                    f"'question: ' questions, 'title: ... context: ...' passages, 200 tokens, inner product; "
+                    "Izacard and Grave 2021, arXiv:2012.04584)",
         load=_load_fid,
         options=Options({
             "model": model_option(model),
@@ -264,7 +267,8 @@ def encoder_specs() -> list[EncoderSpec]:
     specs.append(
         EncoderSpec(
             name="realm",
-            description="REALM embedder (BERT pooler, 128-d projection), inner product; ORQA NQ questions, CC-News blocks",
+            description="REALM embedder (BERT pooler, 128-d projection), inner product; ORQA NQ questions, CC-News blocks "
+                        "(Guu et al. 2020, arXiv:2002.08909)",
             load=_load_realm,
             options={
                 # ORQA's pairing: its fine-tuned question embedder, blocks by the pre-trained embedder
@@ -288,7 +292,8 @@ def encoder_specs() -> list[EncoderSpec]:
         EncoderSpec(
             name="art",
             description=f"ART dual encoder (CLS, [CLS] title [SEP] text [SEP], 256 tokens): a released checkpoint "
-                        f"(-o checkpoint=NAME, default {DEFAULT_CHECKPOINT}; downloaded and converted once) or -o model=CONVERTED_DIR",
+                        f"(-o checkpoint=NAME, default {DEFAULT_CHECKPOINT}; downloaded and converted once) or -o model=CONVERTED_DIR "
+                        "(Sachan et al. 2022, arXiv:2206.10658)",
             load=_load_art,
             options=Options({
                 "checkpoint": choice(DEFAULT_CHECKPOINT, ART_CHECKPOINT_NAMES,
@@ -302,7 +307,8 @@ def encoder_specs() -> list[EncoderSpec]:
         EncoderSpec(
             name="mss",
             description="MSS retriever (masked salient spans, EMDR2, 82k steps; ART's and UPR's first stage): ART's released "
-                        "Megatron checkpoint, downloaded and converted once (CLS, [CLS] title [SEP] text [SEP], 256 tokens)",
+                        "Megatron checkpoint, downloaded and converted once (CLS, [CLS] title [SEP] text [SEP], 256 tokens; "
+                        "Sachan et al. 2021, arXiv:2101.00408)",
             load=functools.partial(_load_art, checkpoint=MSS_CHECKPOINT),
             options=Options({
                 "model": path(None, help="a `harness convert art` folder of the MSS checkpoint (wins over the download)"),
