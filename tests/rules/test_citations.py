@@ -3,7 +3,8 @@ internal seed documents (``seed 003``, ``004 ch. 3``), the reference notes (``PR
 ``METHODS.md``, ...) or the folders that hold them (``shared/seeds``, ``shared/reference``).
 
 Scanned: the README and ``docs/``, every spec file and ``datasets_spec/README.md``, the board's
-templates and assets, the committed board (``leaderboard/README.md``, ``leaderboard/html/``),
+templates and assets, the committed board (``leaderboard/README.md``, ``leaderboard/html/``), the
+example plugin's documentation,
 every registered plugin's record (descriptions, option help, citations, published tables' notes
 and provenance, ...) and the help of every ``harness`` command.
 """
@@ -45,6 +46,7 @@ def user_files() -> list[Path]:
     files += sorted(p for p in (REPO / "datasets_spec").rglob("*") if p.suffix in {".toml", ".md"})
     files += sorted(p for p in (REPO / "harness" / "board").rglob("*") if p.is_file() and p.suffix in {".j2", ".css", ".js"})
     files += [REPO / "leaderboard" / "README.md", *sorted((REPO / "leaderboard" / "html").glob("*.html"))]
+    files += sorted((REPO / "examples").rglob("*.md"))
     return files
 
 
