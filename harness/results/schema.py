@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -60,33 +59,40 @@ from pathlib import Path
 from typing import Any
 
 from harness.util.atomic import write_text_atomic
-from harness.api import MATCH_MODES, MAX_K
-from harness.results.cost import check_cost
 from harness.util import jsonio
 from harness.errors import HarnessError, InputFileError
+from harness.results.records import SCHEMA, ResultRecord, long_integer_problem, record_of, validate
 from harness.scoring.ranks import macro_average, top_k_accuracy
-
-SCHEMA = "harness-result/1"
 
 
 @dataclass(frozen=True)
 class Result:
-    """A parsed result document; ``data`` is the JSON object, validated."""
+    """A parsed result document; ``data`` is the JSON object, validated, and :attr:`record` its
+    typed view (:class:`harness.results.records.ResultRecord`)."""
 
     data: Mapping[str, Any]
     path: Path | None = None
 
     @property
+    def record(self) -> ResultRecord:
+        """The document as typed attributes: ``result.record.suite.questions_fingerprint``."""
+        record = self.__dict__.get("_record")
+        if record is None:
+            record = record_of(self.data)
+            object.__setattr__(self, "_record", record)
+        return record
+
+    @property
     def suite(self) -> str:
-        return self.data["suite"]["name"]
+        return self.record.suite.name
 
     @property
     def retriever(self) -> str:
-        return self.data["retriever"]["name"]
+        return self.record.retriever.name
 
     @property
     def parameters(self) -> Mapping[str, Any]:
-        return self.data["retriever"]["parameters"]
+        return self.record.retriever.parameters
 
     @property
     def reranker(self) -> Mapping[str, Any] | None:
@@ -102,11 +108,29 @@ class Result:
 
     @property
     def depth(self) -> int:
-        return self.data["depth"]
+        return self.record.depth
 
     @property
     def ranks(self) -> Mapping[str, Mapping[str, int | None]]:
-        return self.data["first_hit_ranks"]
+        return self.record.first_hit_ranks
+
+    @property
+    def created(self) -> str:
+        """When the run finished (UTC, ``YYYY-MM-DDTHH:MM:SSZ``)."""
+        return self.record.created
+
+    @property
+    def ks(self) -> list[int]:
+        """The cutoffs the result reports."""
+        return self.record.k
+
+    @property
+    def questions_fingerprint(self) -> str:
+        return self.record.suite.questions_fingerprint
+
+    @property
+    def part_names(self) -> list[str]:
+        return [part.name for part in self.record.suite.parts]
 
     def accuracy(self, k: int) -> tuple[dict[str, float], float] | None:
         """Top-k accuracy per part and its macro average, from the ranks; None when k > depth."""
@@ -240,175 +264,6 @@ def _require(cond: bool, source: object, problem: str) -> None:
         raise InputFileError(source, problem)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def validate(data: Any, *, source: object) -> None:
-    """Raise :class:`InputFileError` naming ``source`` and the first problem found.
-
-    Every field any reader of results uses is checked for presence and type here, so a file that
-    passes can be rendered, compared and scored without further checks.
-    """
-    def need(cond: bool, problem: str) -> None:
-        _require(cond, source, problem)
-
-    need(isinstance(data, dict), "expected a JSON object at the top level")
-    need(data.get("schema") == SCHEMA, f"expected \"schema\": \"{SCHEMA}\", got {str(data.get('schema'))[:40]!r}")
-    for key, kind in (
-        ("suite", dict), ("retriever", dict), ("matcher", str), ("k", list), ("depth", int),
-        ("first_hit_ranks", dict), ("metrics", dict), ("timings", dict), ("versions", dict),
-        ("machine", dict), ("created", str),
-    ):
-        need(key in data, f"missing key {key!r}")
-        need(isinstance(data[key], kind) and not isinstance(data[key], bool), f"{key!r} must be a JSON {kind.__name__}")
-    suite, retriever = data["suite"], data["retriever"]
-    for key in ("name", "match", "parts", "questions_fingerprint", "corpus"):
-        need(key in suite, f"missing key 'suite.{key}'")
-    need(_text(suite["name"]), "'suite.name' must be a non-empty string")
-    need(isinstance(suite.get("description", ""), str), "'suite.description' must be a string")
-    need(isinstance(suite.get("synthetic", False), bool), "'suite.synthetic' must be true or false")
-    need(suite["match"] in MATCH_MODES, f"'suite.match' must be one of {', '.join(MATCH_MODES)}")
-    need(isinstance(suite["questions_fingerprint"], str), "'suite.questions_fingerprint' must be a string")
-    parts = suite["parts"]
-    need(isinstance(parts, list) and parts, "'suite.parts' must be a non-empty list")
-    for i, part in enumerate(parts):
-        need(isinstance(part, dict) and _text(part.get("name")) and _is_int(part.get("questions"))
-             and part["questions"] >= 0, f"'suite.parts[{i}]' must be {{\"name\": text, \"questions\": count}}")
-    part_names = [p["name"] for p in parts]
-    need(len(set(part_names)) == len(part_names), "'suite.parts' names a part twice")
-    corpus = suite["corpus"]
-    need(isinstance(corpus, dict) and isinstance(corpus.get("name"), str), "'suite.corpus' must be an object with a 'name'")
-    need(corpus.get("passages") is None or (_is_int(corpus["passages"]) and corpus["passages"] >= 0),
-         "'suite.corpus.passages' must be a count or null")
-    need(corpus.get("fingerprint") is None or isinstance(corpus["fingerprint"], str),
-         "'suite.corpus.fingerprint' must be a string or null")
-    for key in ("name", "parameters"):
-        need(key in retriever, f"missing key 'retriever.{key}'")
-    need(_text(retriever["name"]), "'retriever.name' must be a non-empty string")
-    need(isinstance(retriever.get("plugin", ""), str), "'retriever.plugin' must be a string")
-    need(isinstance(retriever["parameters"], dict), "'retriever.parameters' must be a JSON object")
-    need(isinstance(data.get("compute", {}), dict), "'compute' must be a JSON object")
-    ties = data.get("ties", {"tied": {}, "decided": {}})
-    need(isinstance(ties, dict) and set(ties) == {"tied", "decided"}
-         and all(isinstance(ties[key], dict) and all(isinstance(k, str) and _is_int(n) and n >= 0 for k, n in ties[key].items())
-                 for key in ("tied", "decided"))
-         and all(n <= ties["tied"].get(k, 0) for k, n in ties["decided"].items()),
-         "'ties' must be {\"tied\": {k: count}, \"decided\": {k: count}}, each decided count at most its tied count")
-    depth = data["depth"]
-    need(1 <= depth <= MAX_K, f"'depth' must be from 1 to {MAX_K}")
-    if "reranker" in data:
-        reranker = data["reranker"]
-        need(isinstance(reranker, dict), "'reranker' must be a JSON object")
-        for key in ("name", "parameters", "depth"):
-            need(key in reranker, f"missing key 'reranker.{key}'")
-        need(_text(reranker["name"]), "'reranker.name' must be a non-empty string")
-        need(isinstance(reranker.get("plugin", ""), str), "'reranker.plugin' must be a string")
-        need(isinstance(reranker["parameters"], dict), "'reranker.parameters' must be a JSON object")
-        need(_is_int(reranker["depth"]) and 1 <= reranker["depth"] <= MAX_K,
-             f"'reranker.depth' must be an integer from 1 to {MAX_K}")
-        need("reranked" not in reranker or (_is_int(reranker["reranked"]) and 0 <= reranker["reranked"] <= reranker["depth"]),
-             "'reranker.reranked' must be an integer from 0 to 'reranker.depth'")
-    ks = data["k"]
-    need(bool(ks) and all(_is_int(k) and 1 <= k <= depth for k in ks), "'k' must be a non-empty list of integers from 1 to 'depth'")
-    need(len(set(ks)) == len(ks), "'k' lists a cutoff twice")
-    ranks = data["first_hit_ranks"]
-    need(list(ranks) == part_names, "'first_hit_ranks' must have exactly the parts of 'suite.parts', in order")
-    for part, count in zip(part_names, (p["questions"] for p in parts)):
-        by_question = ranks[part]
-        need(isinstance(by_question, dict) and by_question, f"'first_hit_ranks.{part}' must be a non-empty JSON object")
-        for qid, rank in by_question.items():
-            ok = rank is None or (_is_int(rank) and 0 <= rank < depth)
-            need(ok, f"'first_hit_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
-        need(len(by_question) == count, f"'first_hit_ranks.{part}' has {len(by_question)} questions, 'suite.parts' says {count}")
-    if "first_stage_ranks" in data:
-        first = data["first_stage_ranks"]
-        need("reranker" in data, "'first_stage_ranks' is only for a re-ranked result (one with 'reranker')")
-        need(isinstance(first, dict) and list(first) == part_names,
-             "'first_stage_ranks' must have exactly the parts of 'suite.parts', in order")
-        for part in part_names:
-            by_question = first[part]
-            need(isinstance(by_question, dict) and list(by_question) == list(ranks[part]),
-                 f"'first_stage_ranks.{part}' must have the questions of 'first_hit_ranks.{part}', in order")
-            for qid, rank in by_question.items():
-                need(rank is None or (_is_int(rank) and 0 <= rank < depth),
-                     f"'first_stage_ranks.{part}.{qid}' must be null or an integer in [0, {depth})")
-    if "cost" in data:
-        problem = check_cost(data["cost"])
-        need(problem is None, problem or "")
-    keys = [str(k) for k in ks]
-    for metric, values in data["metrics"].items():
-        where = f"'metrics.{metric}'"
-        need(isinstance(values, dict) and isinstance(values.get("macro"), dict) and isinstance(values.get("parts"), dict),
-             f"{where} must be {{\"macro\": {{k: value}}, \"parts\": {{part: {{k: value}}}}}}")
-        need(all(k in values["macro"] and _is_number(values["macro"][k]) for k in keys),
-             f"{where}.macro must give a finite number for every k")
-        for part in part_names:
-            by_k = values["parts"].get(part)
-            need(isinstance(by_k, dict) and all(k in by_k and _is_number(by_k[k]) for k in keys),
-                 f"{where}.parts.{part} must give a finite number for every k")
-    need(all(isinstance(k, str) and _is_number(v) for k, v in data["timings"].items()), "'timings' must map stages to seconds")
-    _check_consistency(data, need)
-
-
-#: Slack when comparing recorded metric values with what the ranks give: JSON keeps a float exactly,
-#: so only another writer's arithmetic can differ, and by far less than this.
-_SLACK = 1e-9
-_CREATED = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
-
-
-def _check_consistency(data: Mapping[str, Any], need: Callable[[bool, str], None]) -> None:
-    """Checks that the parts of a result agree with each other, so that a hand-edited or forged
-    file is refused rather than compared: ``created`` is a UTC time (the newest result of a
-    configuration wins by it); every metric gives a value for exactly the cutoffs of ``k`` and the
-    parts of ``suite.parts``, each in [0, 1] (:class:`harness.api.MetricSpec`), with ``macro`` the
-    mean over parts; and the ``accuracy`` metric, the core's own, is what ``first_hit_ranks`` give."""
-    created = data["created"]
-    need(bool(_CREATED.fullmatch(created)) and _valid_time(created),
-         f"'created' must be a UTC time YYYY-MM-DDTHH:MM:SSZ, got {created[:40]!r}")
-    keys = {str(k) for k in data["k"]}
-    part_names = [p["name"] for p in data["suite"]["parts"]]
-    ranks = data["first_hit_ranks"]
-    for metric, values in data["metrics"].items():
-        where = f"'metrics.{metric}'"
-        for extra in sorted(set(values["macro"]) - keys)[:1]:
-            need(False, f"{where}.macro has a value for cutoff {extra[:20]!r}, which 'k' does not list")
-        for extra in sorted(set(values["parts"]) - set(part_names))[:1]:
-            need(False, f"{where}.parts names part {extra[:40]!r}, which 'suite.parts' does not list")
-        for part in part_names:
-            for extra in sorted(set(values["parts"][part]) - keys)[:1]:
-                need(False, f"{where}.parts.{part} has a value for cutoff {extra[:20]!r}, which 'k' does not list")
-        for k in sorted(keys, key=int):
-            by_part = {part: values["parts"][part][k] for part in part_names}
-            for part, value in by_part.items():
-                need(0 <= value <= 1, f"{where}.parts.{part} is {value!r} at k={k}; a metric is from 0 to 1")
-                if metric == "accuracy":
-                    actual = top_k_accuracy(list(ranks[part].values()), int(k))
-                    need(abs(value - actual) <= _SLACK,
-                         f"{where}.parts.{part} is {value!r} at k={k}, but its first-hit ranks give {actual!r}")
-            mean = macro_average(by_part)
-            need(abs(values["macro"][k] - mean) <= _SLACK,
-                 f"{where}.macro is {values['macro'][k]!r} at k={k}, but the mean over its parts is {mean!r}")
-
-
-def _valid_time(text: str) -> bool:
-    from datetime import datetime
-
-    try:
-        datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return False
-    return True
-
-
 def read_result(path: str | Path) -> Result:
     """Read and validate a result file; any problem raises :class:`InputFileError` naming it."""
     path = Path(path)
@@ -416,10 +271,15 @@ def read_result(path: str | Path) -> Result:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(path, f"cannot read result file: {getattr(exc, 'strerror', None) or exc}") from None
-    data = jsonio.loads(text, source=path)
-    validate(data, source=path)
+    try:
+        data = jsonio.loads(text, source=path)
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputFileError(path, long_integer_problem(text) or "an integer of more digits than a number can have") from None
+    record = validate(data, source=path)
     _check_file_name(data, path)
-    return Result(data, path)
+    result = Result(data, path)
+    object.__setattr__(result, "_record", record)
+    return result
 
 
 #: A file name in harness's own form, ``SUITE--RETRIEVER--DIGEST.json`` (see :func:`result_filename`).
