@@ -39,7 +39,7 @@ repository root::
 their writers do not import.) ``HOME`` is pointed at a temporary folder while the tools are
 imported, since ``import rankify`` creates ``~/.cache/rankify`` and ``import ranx`` (through
 ir_datasets) ``~/.ir_datasets``. With the same ``PYTHONPATH``, ``python -m pytest
-tests/test_other_tool_runs.py`` also runs the tests that write files with the installed tools
+tests/core/runfiles/test_other_tool_runs.py`` also runs the tests that write files with the installed tools
 (skipped without them) and compares those with the committed ones.
 """
 

@@ -16,21 +16,39 @@ pytest_plugins = [
     "helpers.tool_runs",
 ]
 
-#: The real question sets: ``<repo>/../shared/data`` (tests/ -> repo root -> its parent).
-SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """Path to the shared question data (``shared/data/README.md``); skips the test when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared question data not found at {SHARED_DATA} (see shared/data/README.md)")
-    return SHARED_DATA
+    """The real question sets, laid out as ``../shared/data`` (found or fetched by
+    ``helpers.real_data``); skips the test when none can be had."""
+    from helpers.real_data import real_data_dir
+
+    return real_data_dir()
+
+
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """``-m core`` selects the core's own tests (``tests/core/``, without slow ones by default)."""
+    core = _TESTS / "core"
+    for item in items:
+        if core in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.core)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line, at the end, when tests were skipped for want of the real question sets."""
+    from helpers.real_data import HOW_TO_GET, SKIP_REASON
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    count = sum(1 for report in skipped if SKIP_REASON in str(getattr(report, "longrepr", "")))
+    if count:
+        terminalreporter.write_line(f"{count} tests were skipped for want of the real question sets: {HOW_TO_GET}.")
 
 
 @pytest.fixture
 def test_registries():
-    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
+    """The installed plugins plus ``tests/helpers/fake_retrievers.py`` (a Java-free retriever)."""
     from helpers.fake_retrievers import registries_with_fake_retrievers
 
     with registries_with_fake_retrievers():
@@ -40,7 +58,7 @@ def test_registries():
 #: Settings a user's (or CI's) environment may carry that change what the tests expect; each test
 #: starts without them and sets the ones it exercises. HARNESS_CACHE_DIR and HARNESS_JAVA_HOME stay:
 #: they say where things are, not how the harness behaves; so does HARNESS_TEST_ARTIFACTS, the
-#: folder the browser tests copy their screenshots into (tests/test_html_board.py).
+#: folder the browser tests copy their screenshots into (tests/core/board/test_html_board.py).
 _BEHAVIOUR_ENV = (
     "HARNESS_STRICT_PLUGINS",
     "HARNESS_DISABLE_PLUGINS",

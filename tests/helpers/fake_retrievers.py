@@ -87,7 +87,7 @@ def register_retrievers(register):
 
 @contextlib.contextmanager
 def registries_with_fake_retrievers():
-    """The installed plugins plus ``tests/fake_retrievers.py`` (a Java-free retriever)."""
+    """The installed plugins plus ``tests/helpers/fake_retrievers.py`` (a Java-free retriever)."""
     import harness.registry
     from harness.plugins import loaded_plugins, register_plugin
     from harness.registry import KINDS, Registry

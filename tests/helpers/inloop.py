@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_training_inloop.py)."""
+"""The in-loop training tests' world: passages, questions, a hashing encoder, a tiny T5 and an index built from them."""
 
 from __future__ import annotations
 

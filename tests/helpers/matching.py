@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_matching.py)."""
+"""Text perturbations (Unicode normal forms, case, punctuation) for the answer-matching tests."""
 
 from __future__ import annotations
 

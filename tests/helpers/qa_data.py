@@ -1,7 +1,7 @@
 """Test helpers: read the real question sets under ``../shared/data`` and build generated runs.
 
-The data folder is found relative to this file (``<repo>/../shared/data``, see
-``shared/data/README.md``); tests that need it skip with a clear reason when it is missing.
+The data folder is found by ``helpers.real_data`` (``../shared/data``, a fetched copy, or a fetch
+now); tests that need it skip with a clear reason when none is there.
 Question files are read the way PROTOCOL section 3 prescribes: the "TSV" files with
 ``csv.reader(f, delimiter="\\t")`` and ``ast.literal_eval`` on the answer list, the JSONL files
 with ``json``, EntityQuestions as one JSON list per relation.
@@ -16,20 +16,14 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-from helpers.paths import SHARED_DATA
-
-#: ``<repo>/../shared/data``: tests/ -> repo root -> its parent.
-SHARED_DATA = SHARED_DATA
+from helpers.real_data import real_data_dir
 
 QA = list[tuple[str, list[str]]]
 
 
 def shared_data_dir() -> Path:
-    """The shared data folder, or skip the calling test when it is missing."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared question data not found at {SHARED_DATA} (see shared/data/README.md)")
-    return SHARED_DATA
+    """The real question sets' folder (``helpers.real_data``), or skip the calling test."""
+    return real_data_dir()
 
 
 def read_tsv(path: Path) -> QA:

@@ -1,4 +1,5 @@
-"""Shared test helpers (moved from test_released_import.py)."""
+"""A small released-embeddings world: a corpus, its vectors served as a release in each layout, the
+registered release specs, and the numpy brute force the imported rankings are compared with."""
 
 from __future__ import annotations
 

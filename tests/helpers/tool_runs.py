@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_other_tool_runs.py)."""
+"""Scoring other tools' run files through the CLI, and the tools' temporary home folder."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from harness.cli.main import main
 from harness.runfiles.ranks import score_run
 
 
-def _cli(capsys, *args):
+def score_cli(capsys, *args):
     code = main(list(args))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
-def _scored(capsys, tmp_path, run_file, *extra):
+def scored_doc(capsys, tmp_path, run_file, *extra):
     out_dir = tmp_path / f"results-{run_file.name}-{len(extra)}"
-    code, out, err = _cli(capsys, "score", "-s", "demo", "--run", str(run_file), "--results-dir", str(out_dir),
+    code, out, err = score_cli(capsys, "score", "-s", "demo", "--run", str(run_file), "--results-dir", str(out_dir),
                           "--name", "same", "--no-progress", *extra)
     assert code == 0, err
     (result,) = out_dir.glob("*.json")

@@ -1,6 +1,6 @@
 """``harness train`` with a trace of the examples each process trains on, for the torchrun tests.
 
-Run as ``python tests/torchrun_train.py TRACE_DIR ARGS...`` (one process) or under
+Run as ``python tests/helpers/torchrun_train.py TRACE_DIR ARGS...`` (one process) or under
 ``torch.distributed.run`` (each rank): every batch the trainer reads in its training loop is appended to
 ``TRACE_DIR/rank{RANK}.jsonl`` as ``{"epoch", "indices"}`` (the example indices, in batch order),
 then ``harness ARGS`` runs in this process.

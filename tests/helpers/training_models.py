@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_training_engine.py)."""
+"""Shared test helpers : a tiny BERT, its training examples and the training command."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared test helpers (moved from test_upr.py)."""
+"""A tokenizer that records what it is fed, for checking UPR's prompts and the in-loop ART scorer."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def test_the_layout_is_pyserinis_inside_the_harness_cache(tmp_path):
     from pyserini.prebuilt_index_info import TF_INDEX_INFO
 
     md5 = TF_INDEX_INFO["wikipedia-dpr-100w"]["md5"]
-    # pyserini <= 2.0 lists the 2021 .tar.gz, 2.1 on the Lucene 10 .tar (tests/test_bm25_versions.py)
+    # pyserini <= 2.0 lists the 2021 .tar.gz, 2.1 on the Lucene 10 .tar (tests/builtins/bm25/test_bm25_versions.py)
     stem = {"7b58c08da992b2ea7e96667f0b176651": "lucene-index.wikipedia-dpr-100w.20210120.d1b9e6",
             "1ef94a97f2ac418577d1e6a9ecf44806": "lucene-inverted.wikipedia-dpr-100w.20260508.deb4c7b"}[md5]
     assert path == tmp_path / "bm25" / "prebuilt" / "indexes" / f"{stem}.{md5}"

@@ -519,7 +519,7 @@ def test_long_articles_state_facts_later_on(world, suite):
 
 
 def test_word_overlap_does_not_solve_the_suite(world, suite):
-    """The Java-free test retriever (tests/fake_retrievers.py) ranks by shared words: names are
+    """The Java-free test retriever (tests/helpers/fake_retrievers.py) ranks by shared words: names are
     shared, so it must miss many answers in its top 5."""
     from helpers.fake_retrievers import OverlapRetriever
 

@@ -28,22 +28,25 @@ from harness.data.download import (
     locate,
     verify,
 )
-from helpers.paths import SHARED_DATA
+from helpers.real_data import real_data_dir
 
-SHARED = SHARED_DATA
 CURATED = "dpr-qas/topics.dpr.curated.test.txt"
 CURATED_SHA = "0545ad16b1ddc5379e3938a3bfd3237c02f0bfe05ef4a2a227957f65c963592b"
 NQ = "dpr-qas/topics.dpr.nq.test.txt"
 NQ_SHA = "480cfe1d5b81bedd879ffe7c6a9ec294d317811e71c44daabfe242ca9d719d46"
 
 
-# -- the server (tests/loopback.py) ------------------------------------------------------------
+#: The real question sets' folder, set by the server fixture (``helpers.real_data``).
+SHARED: Path
+
+
+# -- the server (tests/helpers/loopback.py) ------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def _server():
-    if not (SHARED / CURATED).is_file() or not (SHARED / NQ).is_file():
-        pytest.skip(f"shared data not found at {SHARED}")
+    global SHARED
+    SHARED = real_data_dir()
     with serving(SHARED) as state:
         yield state
 
@@ -279,8 +282,8 @@ def test_verify_catches_a_flipped_byte_and_fetch_then_refuses_the_file(server, t
 
 
 def test_file_urls_work_and_resume(tmp_path):
-    if not (SHARED / CURATED).is_file():
-        pytest.skip(f"shared data not found at {SHARED}")
+    global SHARED
+    SHARED = real_data_dir()
     mirror = RemoteFile(url=(SHARED / CURATED).as_uri(), path=CURATED, sha256=CURATED_SHA)
     part = tmp_path / (CURATED + ".part")
     part.parent.mkdir(parents=True)

@@ -25,7 +25,7 @@ from harness.runfiles.registered import format_names, run_format, spellings
 from harness.runfiles.ranks import score_run
 from harness.runfiles.readers import detect_format, read_run
 from harness.runfiles.stream import read_streamed, score_streamed
-from helpers.tool_runs import _cli, _scored, flat_ranks
+from helpers.tool_runs import score_cli, scored_doc, flat_ranks
 
 
 
@@ -191,7 +191,7 @@ def test_scores_like_the_same_ranking_in_trec(capsys, demo, native_result, varia
     fmt = FORMAT_OF.get(variant, variant)
     path = write(tmp_path / file_name, suite, rankings, **kwargs)
     assert detect_format(path) == fmt
-    data = _scored(capsys, tmp_path, path)  # the format is detected
+    data = scored_doc(capsys, tmp_path, path)  # the format is detected
     assert data["retriever"]["parameters"]["format"] == fmt
     assert data["first_hit_ranks"] == native_result["first_hit_ranks"]
     assert data["metrics"] == native_result["metrics"]
@@ -225,13 +225,13 @@ def test_format_option_names_each_format(capsys, demo, native_result, variant, t
     _folder, suite, rankings = demo
     file_name, write, kwargs = WRITERS[variant]
     path = write(tmp_path / file_name, suite, rankings, **kwargs)
-    data = _scored(capsys, tmp_path, path, "--format", variant)
+    data = scored_doc(capsys, tmp_path, path, "--format", variant)
     assert data["first_hit_ranks"] == native_result["first_hit_ranks"]
 
 
 def test_formats_are_registered_and_listed(capsys):
     assert set(OTHER_FORMATS) <= set(format_names())
-    code, out, _err = _cli(capsys, "score", "--help")
+    code, out, _err = score_cli(capsys, "score", "--help")
     assert code == 0
     for name in ("tevatron", "ranx", "flashrag", "rankify-dataset", "rankify-reranked"):
         assert name in out
@@ -246,7 +246,7 @@ def test_has_answer_true_everywhere_changes_nothing(capsys, demo, native_result,
     file_name, write, kwargs = WRITERS[variant]
     path = write(tmp_path / file_name, suite, rankings, **kwargs, flag=True)
     assert '"has_answer": true' in path.read_text()
-    data = _scored(capsys, tmp_path, path)
+    data = scored_doc(capsys, tmp_path, path)
     assert data["first_hit_ranks"] == native_result["first_hit_ranks"]
     assert data["metrics"] == native_result["metrics"]
     # a flag on a passage without the answer is carried (for information), not believed
@@ -487,7 +487,7 @@ def test_malformed_files_give_one_line_with_file_and_line(tmp_path, fmt, content
 def test_cli_exits_2_with_one_line(capsys, test_registries, tmp_path, name, content, line):
     path = tmp_path / name
     path.write_text(content)
-    code, _out, err = _cli(capsys, "score", "-s", "demo", "--run", str(path), "--results-dir", str(tmp_path / "r"), "--no-progress")
+    code, _out, err = score_cli(capsys, "score", "-s", "demo", "--run", str(path), "--results-dir", str(tmp_path / "r"), "--no-progress")
     assert code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"{path}:{line}: " in err

@@ -13,7 +13,7 @@ import pytest
 from harness.errors import InputFileError
 from harness.runfiles.ranks import score_run
 from harness.runfiles.readers import detect_format, read_run
-from helpers.tool_runs import _cli, _scored, flat_ranks
+from helpers.tool_runs import score_cli, scored_doc, flat_ranks
 from helpers.paths import REPO, TESTS
 
 
@@ -115,8 +115,8 @@ def test_tool_written_file_scores_like_its_trec_run(demo_suite, trec_results, fi
 @pytest.mark.parametrize("file_name, fmt, trec", TOOL_FILES, ids=[f"{f}-{fmt}" for f, fmt, _t in TOOL_FILES])
 def test_tool_written_file_through_the_cli(capsys, tmp_path, file_name, fmt, trec):
     extra = ("--format", fmt) if fmt == "rankify-reranked" else ()
-    found = _scored(capsys, tmp_path, TOOL_RUNS / file_name, *extra)
-    expected = _scored(capsys, tmp_path, TOOL_RUNS / trec)
+    found = scored_doc(capsys, tmp_path, TOOL_RUNS / file_name, *extra)
+    expected = scored_doc(capsys, tmp_path, TOOL_RUNS / trec)
     assert found["retriever"]["parameters"]["format"] == fmt
     _same_ranks(_flat(found), _flat(expected), file_name)
     assert found["metrics"] == expected["metrics"]
@@ -210,7 +210,7 @@ def test_a_corrupted_field_of_a_tool_written_file_is_one_line_naming_file_and_li
     message = str(exc.value)
     assert "\n" not in message and message.startswith(f"{path}:{line}: ") and problem in message, message
     extra = ("--format", fmt) if fmt == "rankify-reranked" else ()  # else detected
-    code, _out, err = _cli(capsys, "score", "-s", "demo", "--run", str(path), "--results-dir", str(tmp_path / "r"),
+    code, _out, err = score_cli(capsys, "score", "-s", "demo", "--run", str(path), "--results-dir", str(tmp_path / "r"),
                            "--no-progress", *extra)
     assert code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
