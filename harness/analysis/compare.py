@@ -190,9 +190,15 @@ def _rng(seed: int, *names: object):
 
 def _names(result: Result) -> set[str]:
     """What a system may be called on the command line: its label (:func:`result_label`), its
-    retriever's (chain's) name, and either with the configuration digest."""
+    retriever's (chain's) name, and either with the configuration digest; a re-ranked one also
+    by its two stages' names alone, ``RETRIEVER » RERANKER`` (or ``>>`` or ``+`` between them, as
+    its result file is named), without the model and depth of its full label."""
     label, key = result_label(result), result.config_key()
-    return {label, result.label, f"{result.label} ({key})", f"{label} ({key})"}
+    names = {label, result.label, f"{result.label} ({key})", f"{label} ({key})"}
+    if result.reranker:
+        for joint in (" » ", "»", " >> ", ">>", "+"):
+            names.add(f"{result.retriever}{joint}{result.reranker['name']}")
+    return names
 
 
 def find_result(reference: str, *, suite: str | None, results: Sequence[Result]) -> Result:

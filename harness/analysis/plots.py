@@ -34,16 +34,19 @@ import io
 import json
 import math
 import re
+import textwrap
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results.labels import require_distinct, unique_labels
+from harness.results.labels import part_title, require_distinct, unique_labels
 from harness.results.report import one_line
 from harness.results.schema import Result, config_digest
 from harness.util.atomic import write_text_atomic
+from harness.util.filenames import file_stem
 
 KINDS = ("topk", "parts", "buckets", "matrix")
 FORMATS = ("png", "svg")
@@ -213,22 +216,47 @@ def matrix_plot(results: Sequence[Result], k: int, *, rows: str = "retriever", c
     return Plot("matrix", title, data)
 
 
-def shown(text: object) -> str:
+#: Legend entries, titles and tick labels longer than this many characters are drawn on several lines.
+WRAP = 60
+
+
+def shown(text: object, width: int | None = None) -> str:
     """``text`` as matplotlib should draw it literally: one line (:func:`one_line`), every ``$``
     escaped (matplotlib reads text between two dollar signs as mathtext, and fails on bad
     mathtext), and a leading ``_`` preceded by a space (a legend leaves out labels starting with
-    one)."""
-    text = one_line(text).replace("$", r"\$")
-    return " " + text if text.startswith("_") else text
+    one). With ``width``: a longer text is broken into lines of at most ``width`` characters (the
+    figure keeps its shape however long a name is)."""
+    text = one_line(text)
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) if width and len(text) > width else [text]
+    lines = [line.replace("$", r"\$") for line in lines]
+    if lines[0].startswith("_"):
+        lines[0] = " " + lines[0]
+    return "\n".join(lines)
+
+
+#: Qualitative palettes whose colours are taken in turn (each colour once): tab10's ten, then
+#: tab20's lighter ten, then tab20b's and tab20c's twenty each.
+_PALETTES = (("tab10", range(10)), ("tab20", range(1, 20, 2)), ("tab20b", range(20)), ("tab20c", range(20)))
+
+
+def _colour(i: int) -> tuple[float, ...]:
+    """Series ``i``'s colour, never another series' colour: the :data:`_PALETTES` colours in turn
+    (60 distinct ones), beyond them hues spaced by the golden ratio (each hue once)."""
+    import matplotlib
+
+    for name, indices in _PALETTES:
+        if i < len(indices):
+            return tuple(matplotlib.colormaps[name](indices[i]))
+        i -= len(indices)
+    hue = (0.5 + i * 0.6180339887498949) % 1.0
+    return (*matplotlib.colors.hsv_to_rgb((hue, 0.85, 0.75 if i % 2 else 0.55)), 1.0)
 
 
 def _style(i: int) -> dict[str, Any]:
-    """Series ``i``'s look: ten distinct colours, then the same colours with another line style
-    (every colour and style pair is used once up to 40 series), and a marker of its own."""
-    import matplotlib
-
-    colour = matplotlib.colormaps["tab10"](i % 10)
-    return {"color": colour, "linestyle": _LINESTYLES[(i // 10) % len(_LINESTYLES)], "marker": _MARKERS[i % len(_MARKERS)]}
+    """Series ``i``'s look: a colour no other series has (:func:`_colour`), with a line style and
+    a marker that change from one series to the next, so neighbouring colours differ in both."""
+    linestyle = _LINESTYLES[0] if i < 10 else _LINESTYLES[i % len(_LINESTYLES)]
+    return {"color": _colour(i), "linestyle": linestyle, "marker": _MARKERS[i % len(_MARKERS)]}
 
 
 def _heatmap(fig, ax, grid_values, row_names, column_names, *, label: str, annotate: bool = True, fontsize: int = 8):
@@ -236,8 +264,8 @@ def _heatmap(fig, ax, grid_values, row_names, column_names, *, label: str, annot
     grid = [[math.nan if v is None else v for v in row] for row in grid_values]
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
     ax.grid(False)
-    ax.set_xticks(range(len(column_names)), [shown(c) for c in column_names], rotation=60 if len(column_names) > 8 else 30, ha="right")
-    ax.set_yticks(range(len(row_names)), [shown(r) for r in row_names])
+    ax.set_xticks(range(len(column_names)), [shown(c, WRAP) for c in column_names], rotation=60 if len(column_names) > 8 else 30, ha="right")
+    ax.set_yticks(range(len(row_names)), [shown(r, WRAP) for r in row_names])
     if annotate:
         for i, row in enumerate(grid_values):
             for j, v in enumerate(row):
@@ -266,7 +294,7 @@ def draw(plot: Plot):
             ax = fig.add_subplot()
             for i, (label, ys) in enumerate(d["series"].items()):
                 style = _style(i)
-                ax.plot(range(1, len(ys) + 1), ys, label=shown(label), linewidth=1.5, color=style["color"],
+                ax.plot(range(1, len(ys) + 1), ys, label=shown(label, WRAP), linewidth=1.5, color=style["color"],
                         linestyle=style["linestyle"], marker=style["marker"], markersize=3,
                         markevery=max(1, len(ys) // 5) if len(ys) > 1 else None)
             ax.set_xlabel("k (passages retrieved)")
@@ -280,25 +308,28 @@ def draw(plot: Plot):
             width = max(6.4, 0.42 * len(parts) + 0.065 * max(len(n) for n in names) + 2.5)
             fig = Figure(figsize=(min(24.0, width), max(3.0, 0.3 * len(names) + 2.0)), layout="constrained")
             ax = fig.add_subplot()
-            _heatmap(fig, ax, [d["series"][n] for n in names], names, parts, label=f"top-{d['k']} accuracy (%)",
+            _heatmap(fig, ax, [d["series"][n] for n in names], names, [part_title(p) for p in parts], label=f"top-{d['k']} accuracy (%)",
                      annotate=len(parts) <= 40, fontsize=6)
             ax.set_xlabel("part")
             legend = False
         elif plot.kind in ("parts", "buckets"):
             parts = d["parts"]
             bars = len(parts) * (len(d["series"]) if plot.kind == "parts" else 1)
-            fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * bars + 4.0)), 4.4), layout="constrained")
+            ticks = [shown(part_title(p), WRAP) for p in parts]
+            # rotated tick labels take height of their own: the axes keep theirs
+            longest = max((len(line) for t in ticks for line in t.split("\n")), default=0) if len(parts) > 8 else 0
+            fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * bars + 4.0)), 4.4 + 0.06 * max(0, longest - 8)), layout="constrained")
             ax = fig.add_subplot()
             if plot.kind == "buckets":
                 for i, (label, ys) in enumerate(d["series"].items()):
                     style = _style(i)
-                    ax.plot(range(len(parts)), ys, label=shown(label), linewidth=1.5, **style)
+                    ax.plot(range(len(parts)), ys, label=shown(label, WRAP), linewidth=1.5, **style)
             else:
                 width = 0.8 / max(1, len(d["series"]))
                 for i, (label, ys) in enumerate(d["series"].items()):
-                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=shown(label),
+                    ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(parts))], ys, width, label=shown(label, WRAP),
                            color=_style(i)["color"])
-            ax.set_xticks(range(len(parts)), [shown(p) for p in parts], rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
+            ax.set_xticks(range(len(parts)), ticks, rotation=60 if len(parts) > 8 else 0, ha="right" if len(parts) > 8 else "center")
             ax.set_ylabel(f"top-{d['k']} accuracy (%)")
             if plot.kind == "buckets":
                 ax.set_xlabel("entity popularity bucket (rare to frequent)")
@@ -317,7 +348,7 @@ def draw(plot: Plot):
             legend = False
         else:
             raise HarnessError(f"unknown plot kind {plot.kind!r}; choose from {', '.join(KINDS)}")
-        ax.set_title(shown(plot.title))
+        ax.set_title(shown(plot.title, WRAP))
         if d.get("synthetic"):
             fig.suptitle(SYNTHETIC_NOTE, color="#a00000", fontsize=9, fontweight="bold")
         if legend:
@@ -333,10 +364,12 @@ def render_bytes(plot: Plot, fmt: str) -> bytes:
 
     if fmt not in FORMATS:
         raise HarnessError(f"unknown image format {fmt!r}; choose from {', '.join(FORMATS)}")
-    fig = draw(plot)
     buffer = io.BytesIO()
     metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
-    with plt.rc_context(_STYLE):
+    with warnings.catch_warnings(), plt.rc_context(_STYLE):
+        # a layout that cannot fit every label is still drawn whole (below): not worth a warning
+        warnings.filterwarnings("ignore", message=r".*layout not applied", category=UserWarning)
+        fig = draw(plot)
         # the whole drawing, whatever sticks out of the figure (a long colour-bar or axis label)
         fig.savefig(buffer, format=fmt, metadata=metadata, bbox_inches="tight", pad_inches=0.1)
     return buffer.getvalue()
@@ -357,7 +390,8 @@ PARTS_SHOWN = 6
 
 
 def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
-    """The leaderboard's plots, by file stem: each suite's top-k curves (one question set per
+    """The leaderboard's plots, by file stem (``SUITE-topk``, ``SUITE-parts``: the suite's name as a
+    file name, one to one, :func:`~harness.util.filenames.file_stem`): each suite's top-k curves (one question set per
     suite; suites with several question sets get none) and, for suites with several parts, top-20
     (else the deepest reported cutoff) by part, for the :data:`PARTS_SHOWN` configurations best
     at that cutoff (the leaderboard's per-part table has every one)."""
@@ -369,7 +403,7 @@ def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
         if len({r.data["suite"]["questions_fingerprint"] for r in group}) > 1:
             continue
         group = sorted(group, key=lambda r: (r.retriever, config_digest(r.retriever, r.parameters)))
-        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in suite)
+        stem = file_stem(suite)
         plots[f"{stem}-topk"] = topk_plot(group)
         if len(group[0].data["suite"]["parts"]) > 1:
             depth = min(r.depth for r in group)
@@ -400,9 +434,17 @@ def write_manifest(path: Path, text: str) -> None:
 MANIFEST = "plots.json"
 
 
-def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fmt: str = "svg") -> list[str]:
+def plot_files(plots: Mapping[str, Plot], fmt: str = "svg") -> dict[str, bytes]:
+    """Each plot's file as :func:`sync_plot_dir` writes it: ``STEM.fmt`` -> its bytes."""
+    return {f"{stem}.{fmt}": render_bytes(p, fmt) for stem, p in plots.items()}
+
+
+def sync_plot_dir(
+    plots: Mapping[str, Plot], directory: Path, *, check: bool, fmt: str = "svg", rendered: Mapping[str, bytes] | None = None
+) -> list[str]:
     """Make ``directory`` hold exactly ``plots`` as ``STEM.fmt`` plus :data:`MANIFEST`, or with
-    ``check`` write nothing and return what differs (empty when up to date).
+    ``check`` write nothing and return what differs (empty when up to date). ``rendered``: the
+    plots' files as :func:`plot_files` gave them (drawn here when not given).
 
     The check compares the plotted data always, and the files' bytes when the installed matplotlib
     is the one that drew them; with another matplotlib it checks the files against the digests the
@@ -410,7 +452,7 @@ def sync_plot_dir(plots: Mapping[str, Plot], directory: Path, *, check: bool, fm
     """
     import matplotlib
 
-    rendered = {f"{stem}.{fmt}": render_bytes(p, fmt) for stem, p in plots.items()}
+    rendered = dict(rendered) if rendered is not None else plot_files(plots, fmt)
     if not check:
         for name, content in rendered.items():
             path = directory / name

@@ -114,7 +114,8 @@ class Board:
         """Write the plots, the HTML pages and the markdown (each file only when it changed, each
         atomically); refused, with nothing written, when rows would be lost (:meth:`lost_rows`) and
         not ``force``."""
-        from harness.analysis.plots import sync_plot_dir
+        from harness.analysis.plots import MANIFEST, plot_files, sync_plot_dir
+        from harness.board.html import MANIFEST as HTML_MANIFEST
         from harness.board.html import sync_html_dir
         from harness.util.atomic import write_text_atomic
 
@@ -125,28 +126,69 @@ class Board:
                 f"{self.output} would lose {len(lost)} row(s) whose result files are not in {self.results_dir}: {shown}; "
                 f"nothing written (--force writes anyway)"
             )
-        sync_plot_dir(self.plots, self.plot_dir, check=False)
-        self.pages = self._render_pages()
-        sync_html_dir(self.pages, self.html_dir, check=False)
-        write_text_atomic(self.output, self.markdown)
+        # everything is drawn and rendered, and every place it goes is checked, before the first file is written
+        files = plot_files(self.plots)
+        self.pages = self._render_pages(files)
+        _require_writable(
+            {self.plot_dir: [*files, MANIFEST], self.html_dir: [*self.pages, HTML_MANIFEST], self.output.parent: [self.output.name]}
+        )
+        try:
+            sync_plot_dir(self.plots, self.plot_dir, check=False, rendered=files)
+            sync_html_dir(self.pages, self.html_dir, check=False)
+            write_text_atomic(self.output, self.markdown)
+        except OSError as exc:
+            where = exc.filename or self.output.parent
+            raise HarnessError(f"{where}: cannot write the board: {exc.strerror or exc}") from None
 
-    def _plot_svgs(self) -> dict[str, list[tuple[str, str]]]:
-        """Each suite's plots as ``(stem, SVG text)``, read from the plot folder (the files the
-        plot check compared, or that were just written)."""
+    def _plot_svgs(self, files: dict[str, bytes] | None = None) -> dict[str, list[tuple[str, str]]]:
+        """Each suite's plots as ``(stem, SVG text)``: from ``files`` (the plot files about to be
+        written, :func:`~harness.analysis.plots.plot_files`), else read from the plot folder (the
+        files the plot check compared)."""
         svgs: dict[str, list[tuple[str, str]]] = {}
         for stem, plot in self.plots.items():
             path = self.plot_dir / f"{stem}.svg"
             try:
-                text = path.read_bytes().decode("utf-8")
+                data = files[path.name] if files is not None else path.read_bytes()
+                text = data.decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise HarnessError(f"{path}: cannot read the plot: {getattr(exc, 'strerror', None) or exc}") from None
             svgs.setdefault(plot.suite, []).append((stem, text))
         return svgs
 
-    def _render_pages(self) -> dict[str, str]:
+    def _render_pages(self, files: dict[str, bytes] | None = None) -> dict[str, str]:
         from harness.board.html import render_html
 
-        return render_html(self.sections, output_dir=self.html_dir.resolve(), plots=self._plot_svgs())
+        return render_html(self.sections, output_dir=self.html_dir.resolve(), plots=self._plot_svgs(files))
+
+
+def _require_writable(targets: dict[Path, list[str]]) -> None:
+    """A one-line error naming the path, before anything is written, unless each folder is one
+    (or can be made in its nearest existing parent, a writable folder) and none of its files to
+    write is anything but a file."""
+    import os
+
+    for folder, names in targets.items():
+        probe = folder
+        while not os.path.lexists(probe) and probe.parent != probe:
+            probe = probe.parent
+        if not probe.is_dir():
+            what = "is not a folder" if probe == folder else f"cannot be made: {probe} is not a folder"
+            raise HarnessError(f"{folder}: {what}; the board writes its files there: nothing written")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise HarnessError(f"{probe}: not writable; the board writes its files there: nothing written")
+        if probe != folder:
+            continue
+        for name in names:
+            path = folder / name
+            if os.path.lexists(path) and not path.is_file():
+                raise HarnessError(f"{path}: exists and is not a file; the board writes a file there: nothing written")
+
+
+def _variant_descriptions() -> dict[str, str]:
+    """Each registered training variant's description, by name."""
+    from harness import registry
+
+    return {spec.name: spec.description for spec in registry.registry("variants")}
 
 
 def build_board(results_dir: Path, output: Path, *, published: Sequence[PublishedTable] | None = None) -> Board:
@@ -173,7 +215,7 @@ def build_board(results_dir: Path, output: Path, *, published: Sequence[Publishe
     images: dict[str, list[str]] = {}
     for stem, plot in plots.items():
         images.setdefault(plot.suite, []).append(f"{PLOT_DIR}/{stem}.svg")
-    board = sections(results, published)
+    board = sections(results, published, variants=_variant_descriptions())
     markdown = render(
         results, output_dir=output.parent.resolve(), results_dir=results_dir.resolve(),
         published=published, plots=images, board=board, html=f"{HTML_DIR}/{INDEX}",

@@ -49,6 +49,7 @@ from harness.analysis.ceiling import question_list
 from harness.analysis.stats import format_p
 from harness.board.cells import IDS_IN_HTML, cost_details, cost_sort, cost_summary, pct
 from harness.board.sections import RESAMPLES, BoardCell, BoardRow, PublishedEntry, Section
+from harness.results.labels import part_title
 from harness.results.report import link_target, one_line
 
 INDEX = "index.html"
@@ -101,7 +102,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
     env.filters.update(
-        pct=pct, fmt=format, short=_short, href=_href, part_value=_part_value, format_p=format_p,
+        pct=pct, fmt=format, short=_short, part_title=part_title, href=_href, part_value=_part_value, format_p=format_p,
         cost_summary=cost_summary, cost_details=cost_details, cost_sort=cost_sort,
         question_list=lambda questions, parts: question_list(questions, parts=parts, shown=IDS_IN_HTML),
     )

@@ -39,7 +39,7 @@ from harness.board.sections import (
     seen_sets,
     summarize_parameters,
 )
-from harness.results.labels import trained_parts, training_variant
+from harness.results.labels import part_title, trained_parts, training_variant
 from harness.results.report import format_parameters, link_target, markdown_link, markdown_text, one_line
 from harness.results.schema import Result
 
@@ -170,6 +170,8 @@ def _section_view(section: Section, output_dir: Path, plots: Mapping[str, Sequen
         "questions": section.questions, "parts": len(parts), "corpus": section.corpus, "match": section.match,
         "table": _table(table, headers),
         "superseded": _superseded(section.superseded),
+        "identical": [list(group) for group in section.identical],
+        "variants": list(section.variants),
         "metrics": _metrics_table(rows, ks),
         "parameters": _parameters_table(rows) if page is None else None,
         "seen": _seen_tables(rows, parts, ks) if len(parts) > 1 else [],
@@ -249,7 +251,7 @@ def _parts_table(rows: list[Row], parts: list[str], k: int) -> dict[str, Any]:
     per_part = [row.accuracy(k) for row in rows]
     table = []
     for part in parts:
-        table.append([_cell(part)] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
+        table.append([_cell(part_title(part))] + [_fmt(acc[0].get(part)) if acc else "–" for acc in per_part])
     headers = [f"part (top-{k})"] + [
         _cell(f"{row.retriever} {row.config_key()}" if _ambiguous(rows, row) else row.retriever) for row in rows
     ]
@@ -280,7 +282,7 @@ def _seen_tables(rows: list[Row], parts: list[str], ks: Sequence[int]) -> list[d
             trained = "these parts" if own == seen else ("other parts" if own else "–")
             table.append([_cell(row.retriever), _cell(training_variant(row.parameters) or ""), trained] + cells)
         headers = ["retriever", "variant", "trained on"] + [f"{side} top-{k}" for k in ks for side in ("seen", "unseen")]
-        out.append({"count": len(seen), "parts": sorted(seen), "others": len(unseen), "table": _table(table, headers)})
+        out.append({"count": len(seen), "parts": [part_title(p) for p in sorted(seen)], "others": len(unseen), "table": _table(table, headers)})
     return out
 
 

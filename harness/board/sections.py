@@ -18,6 +18,7 @@ form one row: the mean and sample standard deviation over the seeds (a result wi
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -66,28 +67,77 @@ def _merge_sides(parameters: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _short_value(value: Any) -> str:
+def _short_value(value: Any, digests: bool = False) -> str:
     if isinstance(value, Mapping):
         return str(value["name"]) if "name" in value else "{…}"
     if isinstance(value, (list, tuple)):
-        return "+".join(_short_value(x) for x in value)
-    text = _DIGEST.sub("", str(value))
+        return "+".join(_short_value(x, digests) for x in value)
+    text = str(value) if digests else _DIGEST.sub("", str(value))
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 
-def summarize_parameters(parameters: Mapping[str, Any], width: int = SUMMARY_WIDTH) -> str:
+def _flat(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``parameters`` with nested settings (mappings without a ``name``) as dotted keys."""
+    out: dict[str, Any] = {}
+    for key, value in parameters.items():
+        if isinstance(value, Mapping) and "name" not in value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+#: Settings a trained checkpoint's label already shows (:func:`~harness.results.labels.describe`).
+_LABELLED = ("variant", "model", "training.variant")
+
+
+def distinguishing(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """The settings (dotted keys, :func:`_flat`) whose values differ between configurations of one
+    retriever, each row's parameters given: key -> each row's value as a summary shows it (a
+    content digest kept where leaving it out would make two different values look alike). The
+    settings with the most different values come first; a nested one is named by its last key
+    where no other setting has that name."""
+    flats = [_flat(_merge_sides(p)) for p in rows]
+    keys = [k for k in dict.fromkeys(k for flat in flats for k in flat) if k not in _LABELLED]
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        raw = [flat.get(key, _MISSING) for flat in flats]
+        texts = [json.dumps(v, sort_keys=True, default=str) for v in raw]
+        if len(set(texts)) < 2:
+            continue
+        short = ["–" if v is _MISSING else _short_value(v) for v in raw]
+        if len(set(short)) < len(set(texts)):
+            short = ["–" if v is _MISSING else _short_value(v, digests=True) for v in raw]
+        out[key] = short
+    # the settings with the most different values first; a nested one by its last name where that is unambiguous
+    order = sorted(out, key=lambda key: -len(set(out[key])))
+    names = {key: key.rsplit(".", 1)[-1] for key in order}
+    every = {k for flat in flats for k in flat}
+    return {
+        (names[key] if list(names.values()).count(names[key]) == 1 and (names[key] == key or names[key] not in every) else key): out[key]
+        for key in order
+    }
+
+
+_MISSING = object()
+
+
+def summarize_parameters(parameters: Mapping[str, Any], width: int = SUMMARY_WIDTH, first: Mapping[str, str] | None = None) -> str:
     """A short summary for a table cell, made of whole ``key=value`` items: a question and passage
     setting that agree shown once, content digests left out, nested retrievers by name, and
     ``… +N more`` when the items do not fit in ``width``. A trained checkpoint's ``variant`` and
     ``model`` are left out: its label names the variant, training data and digest
-    (:func:`~harness.results.labels.describe`). The details block and the result file have every
-    parameter in full."""
+    (:func:`~harness.results.labels.describe`). ``first``: items shown before the others (the
+    settings that tell the row from others of its retriever, :func:`distinguishing`, key -> value
+    as shown). The details block and the result file have every parameter in full."""
     trained = isinstance(parameters.get("training"), Mapping)
-    items = [
+    first = first or {}
+    items = [f"{key}={value}" for key, value in first.items()] + [
         f"{key}={_short_value(value)}"
         for key, value in _merge_sides(parameters).items()
         if not (isinstance(value, Mapping) and "name" not in value)
         and not (trained and key in ("variant", "model"))
+        and key not in first
     ]
     shown: list[str] = []
     used = 0
@@ -298,12 +348,20 @@ class Section:
     published: tuple[PublishedEntry, ...]
     superseded: tuple[tuple[Result, Result], ...]
     seen: tuple[frozenset[str], ...]
+    #: Groups of rows (their labels, in row order) whose first hit is at the same rank on every
+    #: question: the same numbers at every cutoff and in every part (:func:`identical_rows`).
+    identical: tuple[tuple[str, ...], ...] = ()
+    #: The training variants the rows name, each with its registered description (in row order).
+    variants: tuple[tuple[str, str], ...] = ()
 
 
-def sections(results: Sequence[Result], published: Sequence[PublishedTable] = ()) -> list[Section]:
+def sections(
+    results: Sequence[Result], published: Sequence[PublishedTable] = (), variants: Mapping[str, str] | None = None
+) -> list[Section]:
     """The board's sections, one per suite and question set (sorted by suite name, then question
     set), from the newest result of each configuration (:func:`newest`); ``published`` tables give
-    the sections of their suites published rows."""
+    the sections of their suites published rows; ``variants``: training variants' descriptions by
+    name (a section lists those its rows name)."""
     groups: dict[tuple[str, str], list[Result]] = {}
     chosen, superseded = newest(results)
     for r in chosen:
@@ -315,7 +373,7 @@ def sections(results: Sequence[Result], published: Sequence[PublishedTable] = ()
         _section(
             groups[suite, question_set], question_set, tuple(sorted(sets_of[suite])),
             tuple((old, new) for old, new in superseded if (new.suite, question_set_of(new)) == (suite, question_set)),
-            published,
+            published, variants or {},
         )
         for suite, question_set in sorted(groups)
     ]
@@ -323,7 +381,7 @@ def sections(results: Sequence[Result], published: Sequence[PublishedTable] = ()
 
 def _section(
     group: list[Result], question_set: str, question_sets: tuple[str, ...],
-    superseded: tuple[tuple[Result, Result], ...], published: Sequence[PublishedTable],
+    superseded: tuple[tuple[Result, Result], ...], published: Sequence[PublishedTable], variants: Mapping[str, str],
 ) -> Section:
     ks = _cutoffs(group)
     order = _order_cutoffs(ks)
@@ -334,18 +392,51 @@ def _section(
     size = corpus_size(corpus) if corpus.get("passages") is None else f"{corpus['passages']} passages ({corpus['name']})"
     tied = _tied_with_best(rows, ks)
     synthetic = bool(first.get("synthetic"))
+    shown_first: list[dict[str, str]] = [{} for _ in rows]
+    by_retriever: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_retriever.setdefault(row.first.retriever, []).append(i)
+    for indices in by_retriever.values():
+        if len(indices) > 1:
+            for key, values in distinguishing([rows[i].parameters for i in indices]).items():
+                for i, value in zip(indices, values):
+                    shown_first[i][key] = value
     return Section(
         suite=rows[0].first.suite, question_set=question_set, question_sets=question_sets, synthetic=synthetic,
         questions=sum(p["questions"] for p in first["parts"]), parts=parts,
         part_questions={p["name"]: p["questions"] for p in first["parts"]}, corpus=size, match=first["match"],
         ks=tuple(ks), order=tuple(order),
-        rows=tuple(_board_row(row, ks, {k for k in ks if i in tied.get(k, ())}) for i, row in enumerate(rows)),
+        rows=tuple(_board_row(row, ks, {k for k in ks if i in tied.get(k, ())}, shown_first[i]) for i, row in enumerate(rows)),
         published=() if synthetic else tuple(_published_entries(published, rows[0].first.suite, ks)),
         superseded=superseded, seen=tuple(seen_sets(rows, list(parts))),
+        identical=tuple(tuple(rows[i].retriever for i in group) for group in identical_rows(rows)),
+        variants=tuple(_variants(rows, variants)),
     )
 
 
-def _board_row(row: Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
+def identical_rows(rows: Sequence[Row]) -> list[list[int]]:
+    """Groups (of two or more, by index, in row order) of single-result rows whose first hit is at
+    the same rank on every question of every part: rows that agree at every cutoff and in every
+    part, which a reader would otherwise take for a mistake."""
+    groups: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row.seeds == 1:
+            key = json.dumps([row.first.depth, row.first.ranks], sort_keys=True)
+            groups.setdefault(key, []).append(i)
+    return sorted((group for group in groups.values() if len(group) > 1), key=lambda group: group[0])
+
+
+def _variants(rows: Sequence[Row], descriptions: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The training variants the rows name (first appearance first) with their descriptions."""
+    out: dict[str, str] = {}
+    for row in rows:
+        variant = training_variant(row.parameters)
+        if variant and variant not in out and variant in descriptions:
+            out[variant] = descriptions[variant]
+    return list(out.items())
+
+
+def _board_row(row: Row, ks: Sequence[int], tiers: set[int], first: Mapping[str, str] | None = None) -> BoardRow:
     cells = []
     for k in ks:
         accuracy = row.accuracy(k)
@@ -361,7 +452,7 @@ def _board_row(row: Row, ks: Sequence[int], tiers: set[int]) -> BoardRow:
         label=row.retriever, retriever=row.first.retriever,
         reranker=row.first.reranker["name"] if row.first.reranker else None,
         variant=training_variant(row.parameters), training_data=training_data_entries(row.parameters), seeds=row.seeds,
-        parameters=_with_search(row.first, summarize_parameters(row.parameters)),
+        parameters=_with_search(row.first, summarize_parameters(row.parameters, first=first)),
         all_parameters=format_parameters(row.parameters) + reranker_parameters(row.first),
         config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
         trained_on=trained_parts(row.parameters), cost=row.first.data.get("cost"),

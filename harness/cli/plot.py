@@ -53,7 +53,8 @@ def plot(kind, results, suite, results_dir, k, rows, columns, output_dir, format
         figure = plots.parts_plot(chosen, k, kind=kind)
     else:
         figure = plots.matrix_plot(chosen, k, rows=rows, columns=columns)
-    stem = f"matrix-top{k}" if kind == "matrix" else f"{chosen[0].suite}-{kind}" + (f"-top{k}" if kind != "topk" else "")
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+    from harness.util.filenames import file_stem
+
+    stem = f"matrix-top{k}" if kind == "matrix" else f"{file_stem(chosen[0].suite)}-{kind}" + (f"-top{k}" if kind != "topk" else "")
     for path in plots.write_plot(figure, output_dir / stem, formats or plots.FORMATS):
         click.echo(f"wrote {path}")

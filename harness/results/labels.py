@@ -180,3 +180,51 @@ def trained_parts(parameters: Any) -> frozenset[str]:
     if isinstance(parameters, (list, tuple)):
         return frozenset().union(*(trained_parts(v) for v in parameters))
     return frozenset()
+
+
+#: The English names Wikidata gives the relations EntityQuestions asks about (its questions are
+#: grouped by relation id: the parts of its suites and of the demo suite). EntityQuestions'
+#: data has only each relation's question template, not its name.
+WIKIDATA_RELATIONS: Mapping[str, str] = {
+    "P17": "country",
+    "P19": "place of birth",
+    "P20": "place of death",
+    "P26": "spouse",
+    "P30": "continent",
+    "P36": "capital",
+    "P40": "child",
+    "P50": "author",
+    "P69": "educated at",
+    "P106": "occupation",
+    "P112": "founded by",
+    "P127": "owned by",
+    "P131": "located in the administrative territorial entity",
+    "P136": "genre",
+    "P159": "headquarters location",
+    "P170": "creator",
+    "P175": "performer",
+    "P176": "manufacturer",
+    "P264": "record label",
+    "P276": "location",
+    "P407": "language of work or name",
+    "P413": "position played on team / speciality",
+    "P495": "country of origin",
+    "P740": "location of formation",
+    "P800": "notable work",
+}
+#: A part named by a relation id, with an optional ``_suffix`` (``P19_similar``).
+_RELATION_PART = re.compile(r"(P\d+)(?:_\w+)?")
+
+
+def relation_name(part: str) -> str | None:
+    """The Wikidata name of the relation a part is named by (``P17`` -> ``country``,
+    ``P19_similar`` -> ``place of birth``), or None for any other part."""
+    match = _RELATION_PART.fullmatch(part)
+    return WIKIDATA_RELATIONS.get(match.group(1)) if match else None
+
+
+def part_title(part: str) -> str:
+    """A part as a reader is shown it: a relation id with its name beside it (``P17 country``),
+    any other part as it is named."""
+    name = relation_name(part)
+    return f"{part} {name}" if name else part

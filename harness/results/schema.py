@@ -61,6 +61,7 @@ from typing import Any
 from harness.util.atomic import write_text_atomic
 from harness.util import jsonio
 from harness.errors import HarnessError, InputFileError
+from harness.results.report import one_line
 from harness.results.records import SCHEMA, ResultRecord, long_integer_problem, record_of, validate
 from harness.scoring.ranks import macro_average, top_k_accuracy
 
@@ -188,7 +189,24 @@ def result_filename(
     suite: str, retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None
 ) -> str:
     """``SUITE--RETRIEVER--DIGEST.json`` (``SUITE--RETRIEVER+RERANKER--DIGEST.json`` for a chain):
-    a later run of the same configuration replaces it."""
+    a later run of the same configuration replaces it. SUITE is the suite's name as a file name,
+    one to one (:func:`~harness.util.filenames.file_stem`: a name that is not a safe file name gets
+    a digest of it); RETRIEVER and RERANKER are their names' letters, digits, ``.``, ``_`` and
+    ``-``, at most :data:`~harness.util.filenames.STEM_MAX` characters each (DIGEST, of the whole
+    configuration, tells names apart), so a long name never makes the file name too long."""
+    from harness.util.filenames import STEM_MAX, file_stem
+
+    name = _slug(retriever)[:STEM_MAX]
+    if reranker:
+        name += f"+{_slug(reranker['name'])[:STEM_MAX]}"
+    return f"{file_stem(suite)}--{name}--{config_digest(retriever, parameters, reranker)}.json"
+
+
+def _former_filename(
+    suite: str, retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None
+) -> str:
+    """The name :func:`result_filename` gave before suite names became file names one to one
+    (the suite's slug alone); files so named are still read as harness's own."""
     name = _slug(retriever) if not reranker else f"{_slug(retriever)}+{_slug(reranker['name'])}"
     return f"{_slug(suite)}--{name}--{config_digest(retriever, parameters, reranker)}.json"
 
@@ -214,6 +232,12 @@ def write_result(data: Mapping[str, Any], results_dir: str | Path, *, replace: b
             old = read_result(path).data
         except InputFileError:
             old = None  # unreadable: nothing to lose
+        if old is not None and old["suite"]["name"] != data["suite"]["name"]:
+            raise HarnessError(
+                f"{path} holds a result of suite {one_line(old['suite']['name'])!r} (named as harness named results "
+                f"of it before), not of {one_line(data['suite']['name'])!r}; not replacing it (move it, or write "
+                f"elsewhere with --results-dir)"
+            )
         if old is not None:
             problem = replacement_loss(old, data)
             if problem:
@@ -221,7 +245,10 @@ def write_result(data: Mapping[str, Any], results_dir: str | Path, *, replace: b
                     f"{path} holds a result of this configuration with {problem}; not replacing it "
                     f"(replace it explicitly, or write elsewhere with --results-dir)"
                 )
-    return write_text_atomic(path, dumps(data))
+    try:
+        return write_text_atomic(path, dumps(data))
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot write the result: {exc.strerror or exc}") from None
 
 
 def replacement_loss(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
@@ -292,10 +319,9 @@ def _check_file_name(data: Mapping[str, Any], path: Path) -> None:
     another configuration's place. Files named otherwise (``a.json``) are the user's choice."""
     if not _HARNESS_NAME.fullmatch(path.name):
         return
-    expected = result_filename(
-        data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"], data.get("reranker")
-    )
-    _require(path.name == expected, path,
+    configuration = (data["suite"]["name"], data["retriever"]["name"], data["retriever"]["parameters"], data.get("reranker"))
+    expected = result_filename(*configuration)
+    _require(path.name in (expected, _former_filename(*configuration)), path,
              f"the file name does not match the configuration it holds, which harness names {expected}")
 
 

@@ -32,7 +32,12 @@ VARIANTS: tuple[VariantSpec, ...] = (
     ),
     VariantSpec(
         name="stopgrad",
-        description="loss averaged over two halves: through passages with questions detached, and through questions with passages detached",
+        description=(
+            "loss averaged over two halves: through passages with questions detached, and through questions with "
+            "passages detached; its gradient is exactly half of dpr's, and Adam's step does not change when every "
+            "gradient is scaled by one constant (up to its epsilon), so it trains as dpr does: with dpr's settings "
+            "and seed its checkpoint ranks every question as dpr's"
+        ),
         recipe=Recipe(loss=("stopgrad", {})),
         reference="Sciavolino 2022 §5.1",
     ),
