@@ -12,7 +12,7 @@ from harness.util.paths import default_results_dir
 @click.command("reproduce")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to check, and where --runs/--run record theirs (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; leaderboard/results for the committed leaderboard's).")
 @click.option("--tolerance", type=click.FloatRange(0, 100), default=None, metavar="POINTS", help="Largest allowed |ours - published| in percentage points for every row, replacing the tables' rules (2 = two points). Before, this was a fraction: a value below 1 is read as points, so an old --tolerance 0.02 is now stricter, never looser.")
-@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
+@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, when the folder holds no result file, or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
 @click.option("--runs", "published_runs", is_flag=True, help="First fetch, score and record every published run (`harness list runs`), then check each against its published row.")
 @click.option("--run", "run_names", multiple=True, metavar="NAME", help="Like --runs, for the published run NAME only (repeatable).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars (--runs).")
@@ -24,6 +24,10 @@ def reproduce(
 
     Lists every comparison (OK or DRIFT) and the published rows a harness retriever should
     reproduce that have no result yet. Published tables come from plugins (`harness list published`).
+
+    With --runs, a published run that cannot be fetched or scored is named with its problem,
+    the others are still scored and compared, and the command exits 1. With --check, nothing
+    compared because the folder holds no result file (a check pointed at the wrong folder) exits 1 too.
 
     A result file that cannot be read or is inconsistent, a published table left out (malformed,
     or a name given twice), and a plugin that failed to load or to register its tables are each
@@ -74,17 +78,27 @@ def reproduce(
     if check and incomplete:
         more = f" and {len(incomplete) - 1} more (see the warnings)" if len(incomplete) > 1 else ""
         click.echo(f"the check is incomplete, what could not be read is not compared: {incomplete[0]}{more}", err=True)
-    if check and (drift or incomplete or (reproduced is not None and reproduced[2])):
+    empty = not results and not incomplete  # nothing to compare at all: the wrong folder, say
+    if check and not done:
+        if empty:
+            click.echo(f"nothing was compared: {folder} holds no result file", err=True)
+        else:
+            click.echo(f"nothing was compared: none of the {len(results)} result(s) in {folder} is of a published row", err=True)
+    if reproduced is not None and reproduced[2]:  # a published run could not be scored
+        raise click.exceptions.Exit(1)
+    if check and (drift or incomplete or empty):
         raise click.exceptions.Exit(1)
 
 
 def _reproduce_runs(folder: Path, names: tuple[str, ...], progress: bool):
     """``--runs``: fetch, score and record the published runs ``names`` (all when empty), one line
-    each; the tables cut to the rows they reproduce, and their results. With ``--check`` a run
-    that could not be scored (offline and not downloaded, say) fails the command at the end."""
+    each; the tables cut to the rows they reproduce, and their results. Each run is checked on its
+    own: one that cannot be fetched or scored (offline and not downloaded, a malformed file, even
+    an internal error) is named with its problem, the others are scored and compared, and the
+    command exits 1 at the end."""
     from harness import registry
     from harness.results.schema import check_results_dir, read_result
-    from harness.runfiles.published import reproduce_runs, runs_by_name
+    from harness.runfiles.published import Reproduced, reproduce_runs, runs_by_name
 
     chosen = runs_by_name(names)  # every name checked before any work
     check_results_dir(folder)
@@ -99,7 +113,15 @@ def _reproduce_runs(folder: Path, names: tuple[str, ...], progress: bool):
         else:
             click.echo(f"published run {item.run.name}: result written to {item.path}")
 
-    done = reproduce_runs(chosen, folder, list(registry.registry("published")), progress=progress, warn=warn, on_done=report)
+    tables = list(registry.registry("published"))
+    done = []
+    for run in chosen:  # each run on its own: one that fails, whatever the failure, stops no other
+        try:
+            done += reproduce_runs([run], folder, tables, progress=progress, warn=warn, on_done=report)
+        except Exception as exc:  # noqa: BLE001 - an internal error of one run is reported with the run's name
+            item = Reproduced(run, error=f"internal error: {type(exc).__name__}: {exc}")
+            report(item)
+            done.append(item)
     failed = [item for item in done if item.error is not None]
     if failed:
         click.echo(f"{len(failed)} of {len(done)} published runs could not be scored (see above)", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -14,7 +15,7 @@ from typing import Any
 
 from harness import registry
 from harness.api import Hit, Passage, Suite
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputFileError
 from harness.results.build import build_result, check_metrics, compute_record, parse_k
 from harness.scoring.context import make_context
 from harness.scoring.retrieval import normalize_question
@@ -99,7 +100,37 @@ def score_file(
     loaded = registry.suites().get(suite).load()
     timings["load_suite"] = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
+    given = spec is not None
     spec = spec or run_format(detect_format(run_file, compression, member))
+    with _detected_format_named(run_file, spec.name if given else None, compression, member):
+        return _score(
+            loaded, suite, run_file, spec, compression=compression, member=member, name=name, k=k, metrics=metrics,
+            warn=warn, rerank=rerank, rerank_options=rerank_options, rerank_depth=rerank_depth, cache_dir=cache_dir,
+            show_progress=show_progress, parameters=parameters, timings=timings, memory=memory, start=start,
+        )
+
+
+@contextlib.contextmanager
+def _detected_format_named(run_file: Path, given: str | None, compression: str | None, member: str | None):
+    """A problem reading a file in the ``given`` format (``--format``) says which format the file
+    looks like, where that is another one."""
+    try:
+        yield
+    except InputFileError as exc:
+        if given is None:
+            raise
+        try:
+            detected = detect_format(run_file, compression, member)
+        except HarnessError:
+            raise exc from None
+        if detected == given:
+            raise
+        hint = f"; the file looks like a {detected} run (--format {detected}, or no --format to detect it)"
+        raise InputFileError(exc.path, exc.problem + hint, line=exc.line) from None
+
+
+def _score(loaded, suite, run_file, spec, *, compression, member, name, k, metrics, warn, rerank, rerank_options,
+           rerank_depth, cache_dir, show_progress, parameters, timings, memory, start) -> dict[str, Any]:
     strategy = reading_strategy(spec, run_file, compression, scoring=rerank is None)
     streamed = strategy == "stream"
     split = None
@@ -152,7 +183,7 @@ def score_file(
         warn(f"the run has at most {depth} passages per question; top-{', top-'.join(str(x) for x in ks if x > depth)} not reported")
     if not kept:
         raise HarnessError(f"{run_file}: the run is shallower ({depth}) than every cutoff asked for ({', '.join(map(str, ks))})")
-    stem = run_file.name.split(".")[0] or "run"
+    stem = default_name(run_file)
     computed = compute_record(None, reranker_object)
     extra: dict[str, Any] = {"compute": computed,
                              "cost": cost_record(computed, timings, len(loaded.questions), memory.stop(), accelerators())}
@@ -173,6 +204,28 @@ def score_file(
         reranker=reranker,
         extra=extra,
     )
+
+
+#: Endings a run file's default name drops: a compression's, then one file type's.
+_COMPRESSED = (".tar.gz", ".tgz", ".gz")
+_FILE_TYPES = (".json", ".jsonl", ".txt", ".tsv", ".trec", ".run", ".res", ".tar")
+
+
+def default_name(run_file: Path) -> str:
+    """The row name of a run file scored without ``--name``: its file name without a compression
+    ending and one file-type ending (``tfidf.ranx.json`` is ``tfidf.ranx``, ``tfidf.tevatron.txt``
+    ``tfidf.tevatron``, ``nq-test.json.gz`` ``nq-test``), so files of one system in several
+    formats keep apart."""
+    stem = run_file.name
+    for ending in _COMPRESSED:
+        if stem.lower().endswith(ending) and len(stem) > len(ending):
+            stem = stem[: -len(ending)]
+            break
+    for ending in _FILE_TYPES:
+        if stem.lower().endswith(ending) and len(stem) > len(ending):
+            stem = stem[: -len(ending)]
+            break
+    return stem or "run"
 
 
 def _score_streamed(run_file: Path, suite: Suite, spec, compression: str | None, member: str | None):

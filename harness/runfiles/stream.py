@@ -65,7 +65,7 @@ CHUNK = 4 << 20
 #: The longest top-level member (one question's entry) read, in characters: far above any
 #: run's (a top-1000 DPR entry with its passages' texts is under 1 MB), so that a file that is
 #: not what it claims (an unterminated string, no line breaks) is refused in bounded memory.
-MAX_MEMBER = 256 << 20
+MAX_MEMBER = 64 << 20
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _WIKI = "wiki:"

@@ -151,32 +151,42 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
 @click.argument("suites", nargs=-1)
 @no_progress_option
 def verify_command(suites: tuple[str, ...], no_progress: bool) -> None:
-    """Re-hash the downloaded files of SUITES and training sets (default: all) and the suites'
-    corpora, and the parts of the released embeddings named (also against the publisher's md5);
-    exit 1 on a mismatch."""
+    """Re-hash the downloaded files of SUITES, training sets and published runs (harness list
+    runs; default: all) and the suites' corpora, and the parts of the released embeddings named
+    (also against the publisher's md5); exit 1 on a mismatch."""
     from harness.data.download import ChecksumError, DownloadError, data_dir, recorded_sha256, verify
     from harness.data.embeddings import md5_file
+    from harness.runfiles.published import remote_file
 
     catalog = _catalog()
+    runs = _published_runs()
     releases = _released_embeddings()
+    _check_unambiguous(catalog, runs, suites, releases)
     files = {}
+    named: dict[str, str] = {}  # a file asked for by name -> that name
     for name in suites:
         if name in releases:
             for part in releases[name].parts:
                 files[part.path] = part
-    for spec in _suites(catalog, suites, (), tuple(releases)):
+                named[part.path] = name
+        elif name in runs:
+            files[runs[name].path] = remote_file(runs[name])
+            named[runs[name].path] = name
+    if not suites:  # every published run that is in the data folder, as every suite's files
+        for run in runs.values():
+            files[run.path] = remote_file(run)
+    for spec in _suites(catalog, suites, tuple(runs), tuple(releases)):
         for part in spec.parts:
             files[part.file.path] = part.file
         files.setdefault(catalog.corpora[spec.corpus].file.path, catalog.corpora[spec.corpus].file)
     for spec in _training_sets(catalog, suites):
         files[spec.file.path] = spec.file
     root, bad, checked = data_dir(), 0, 0
-    release_parts = {part.path: name for name in suites if name in releases for part in releases[name].parts}
     for rel, file in sorted(files.items()):
         path = root / rel
         if not path.exists():
-            if rel in release_parts:  # asked for by name: say that it is not there
-                click.echo(f"---  {path} is not fetched (harness data fetch {release_parts[rel]})")
+            if rel in named:  # asked for by name: say that it is not there
+                click.echo(f"---  {path} is not fetched (harness data fetch {named[rel]})")
             continue
         recorded = None if file.sha256 else recorded_sha256(path)
         try:  # with no pinned checksum, verify compares with the digest recorded at the first download
