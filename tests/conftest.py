@@ -14,6 +14,7 @@ pytest_plugins = [
     "helpers.inloop",
     "helpers.released_world",
     "helpers.tool_runs",
+    "helpers.registry_fixtures",
 ]
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,7 @@ in an internal error, and the true line of a byte that is not UTF-8.
 
 - A file with no pinned checksum (DPR's training sets) is compared with the digest recorded at its
   first download on every use, by ``harness data verify`` too; a change is never re-recorded.
-- A training record (``harness_training.json``) with any problem is one line naming the file and
-  the key; ``export-dpr`` of a damaged checkpoint is one line, and an export killed midway leaves
-  nothing that blocks the next one.
-- A score cache row that fails its check (an edited score, a row copied from another cache) is
-  deleted, scored again and reported once.
-- ``make-training`` into an output that cannot be written, ``generate-questions`` resuming a
-  progress file that names a passage the corpus lacks, and two ``generate-questions`` runs into one
-  output are one line each, exit 2.
+- ``make-training`` into an output that cannot be written is one line, exit 2, and leaves nothing.
 - The corpus, training-file, article and question readers report the line of the bad byte.
 """
 
@@ -20,27 +13,14 @@ import gzip
 import hashlib
 import json
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-
 import pytest
-
 from helpers.paths import REPO
-
 from harness.cli.main import main
 from harness.errors import HarnessError, InputFileError
-
-
-
-def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
-    assert code == 2, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert len(err.strip().splitlines()) == 1 and err.startswith("harness: error: "), err
-    for fragment in fragments:
-        assert fragment in err, err
+from helpers.integrity import one_line_exit_2
 
 
 # ------------------------------------------------------------------ a file with no pinned checksum
@@ -144,215 +124,6 @@ def test_a_named_training_set_edited_after_its_download_is_refused_by_fetch_trai
     assert code == 1 and recorded in capsys.readouterr().out
 
 
-# ------------------------------------------------------------------------- the training record
-
-
-RECORD = {"schema": "harness-training/1", "variant": "dpr", "initial_model": "m", "data": [{"path": "x"}],
-          "format": "dpr", "seed": 1, "recipe": {"loss": {"name": "dpr", "options": {}}}, "settings": {}, "steps": 3}
-
-
-@pytest.mark.parametrize("change, fragment", [
-    ({"recipe": {"loss": "dpr"}}, "'recipe'.'loss' is not an object"),
-    ({"data": [1]}, "'data'[0] is not an object"),
-    ({"variant": ""}, "'variant' is empty"),
-    ({"labels": {"a": {"folder": "../../elsewhere"}}}, "'labels'.'a': its folder '../../elsewhere' is outside"),
-    ({"labels": {"a": {"folder": "/etc"}}}, "'labels'.'a': its folder '/etc' is outside"),
-    ({"labels": {"a": "labels/a"}}, "'labels'.'a' is not an object"),
-    ({"labels": ["a"]}, "'labels' is not a dict"),
-    ({"loss_state": 5}, "'loss_state' is not a str"),
-    ({"loss_state": "../weights.safetensors"}, "'loss_state': '../weights.safetensors' is outside"),
-    ({"distributed": [1]}, "'distributed' is not a dict"),
-    ({"seed": "1"}, "'seed' is missing or not an int"),
-])
-def test_every_problem_of_a_training_record_names_the_file_and_the_key(tmp_path, change, fragment):
-    from harness.results.checkpoint import Checkpoint
-
-    record = tmp_path / "harness_training.json"
-    record.write_text(json.dumps({**RECORD, **change}))
-    with pytest.raises(InputFileError) as caught:
-        Checkpoint.read(tmp_path, model=False)
-    assert str(caught.value).startswith(f"{record}: ") and fragment in str(caught.value)
-
-
-def test_a_training_record_that_is_not_utf8_is_reported_on_its_line(tmp_path):
-    from harness.results.checkpoint import Checkpoint
-
-    record = tmp_path / "harness_training.json"
-    record.write_bytes(b'{\n "schema": "harness-training/1",\n "variant": "d\xffpr"\n}\n')
-    with pytest.raises(InputFileError, match=rf"^{record}:3: unreadable training record: not UTF-8 text \(byte 15 of the line\)$"):
-        Checkpoint.read(tmp_path, model=False)
-
-
-def test_the_model_folder_and_the_label_folders_are_named_with_the_record(tmp_path):
-    from harness.results.checkpoint import Checkpoint
-
-    record = tmp_path / "harness_training.json"
-    record.write_text(json.dumps(RECORD))
-    with pytest.raises(InputFileError, match=rf"^{record}: the checkpoint's model folder .* is missing"):
-        Checkpoint.read(tmp_path)
-    (tmp_path / "model").mkdir()
-    with pytest.raises(InputFileError, match=rf"^{record}: .* not a sentence-transformers model directory"):
-        Checkpoint.read(tmp_path)
-    (tmp_path / "model" / "modules.json").write_text('{"0": ')
-    with pytest.raises(InputFileError, match=r"modules.json:1: invalid JSON"):
-        Checkpoint.read(tmp_path)
-    (tmp_path / "model" / "modules.json").write_text('[{"path": "../../outside"}]')
-    with pytest.raises(InputFileError, match=r"modules.json: expected a JSON list of modules"):
-        Checkpoint.read(tmp_path)
-    record.write_text(json.dumps({**RECORD, "labels": {"P19": {"folder": "labels/P19"}}}))
-    with pytest.raises(InputFileError, match=rf"^{record}: 'labels'.'P19': its folder 'labels/P19' is missing"):
-        Checkpoint.read(tmp_path, model=False).label_folders()
-
-
-# ----------------------------------------------------------------------------------- export-dpr
-
-
-@pytest.fixture(scope="module")
-def cls_checkpoint(tmp_path_factory) -> Path:
-    """A checkpoint folder an export accepts: a tiny BERT with CLS pooling and a record."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from helpers.dense_models import tiny_bert
-
-    root = tmp_path_factory.mktemp("checkpoint")
-    transformer = Transformer(str(tiny_bert(root / "bert", pooler=False)), max_seq_length=32)
-    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
-    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(root / "out" / "model"))
-    (root / "out" / "harness_training.json").write_text(json.dumps(RECORD))
-    return root / "out"
-
-
-def test_export_of_a_checkpoint_with_damaged_weights_is_one_line(cls_checkpoint, tmp_path, capsys):
-    import shutil
-
-    damaged = tmp_path / "damaged"
-    shutil.copytree(cls_checkpoint, damaged)
-    for weights in (damaged / "model").rglob("*.safetensors"):
-        weights.write_bytes(b"not safetensors")
-    code = main(["export-dpr", str(damaged), str(tmp_path / "dest")])
-    one_line_exit_2(code, capsys.readouterr().err, str(damaged / "model"), "cannot load the trained model")
-    assert not (tmp_path / "dest").exists()
-    (damaged / "harness_training.json").write_text(json.dumps({**RECORD, "data": ["x"]}))
-    code = main(["export-dpr", str(damaged), str(tmp_path / "dest")])
-    one_line_exit_2(code, capsys.readouterr().err, f"{damaged / 'harness_training.json'}: 'data'[0] is not an object")
-
-
-def test_export_into_an_unwritable_destination_is_one_line(cls_checkpoint, tmp_path, capsys):
-    (tmp_path / "file").write_text("x")
-    code = main(["export-dpr", str(cls_checkpoint), str(tmp_path / "file" / "dest")])
-    one_line_exit_2(code, capsys.readouterr().err, "cannot write", "is a file, not a folder")
-
-
-KILLED_EXPORT = """
-import os, sys
-import transformers.modeling_utils as modeling
-from harness.cli.main import main
-
-save = modeling.PreTrainedModel.save_pretrained
-
-def save_then_die(self, *args, **kwargs):
-    save(self, *args, **kwargs)
-    os.kill(os.getpid(), 9)  # killed after the first encoder is written
-
-modeling.PreTrainedModel.save_pretrained = save_then_die
-main(["export-dpr", sys.argv[1], sys.argv[2]])
-"""
-
-
-def test_an_export_killed_midway_leaves_nothing_that_blocks_the_next(cls_checkpoint, tmp_path, capsys):
-    dest = tmp_path / "dpr"
-    killed = subprocess.run([sys.executable, "-c", KILLED_EXPORT, str(cls_checkpoint), str(dest)],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, cwd=REPO)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
-    assert not dest.exists()
-    assert main(["export-dpr", str(cls_checkpoint), str(dest)]) == 0, capsys.readouterr().err
-    assert sorted(p.name for p in dest.iterdir()) == ["ctx_encoder", "question_encoder"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dpr"]  # the killed run's leftover is gone
-
-
-# ------------------------------------------------------------------------------ the score cache
-
-
-CONFIG = {"scorer": "test/1", "model": "m"}
-KEYS = [("p1", "d1"), ("p2", "d2"), ("p3", "d3")]
-
-
-def _filled(directory: Path, config=CONFIG):
-    from harness_builtins.rerank.cache import ScoreCache
-
-    cache = ScoreCache(directory, config)
-    cache.put("q", [("p1", "d1", -1.25), ("p2", "d2", -2.5), ("p3", "d3", -3.75)])
-    cache.close()
-    return cache.path
-
-
-@pytest.mark.parametrize("edit", [
-    "UPDATE scores SET score = 9.0 WHERE passage_id = 'p2'",
-    "UPDATE scores SET score = 'high' WHERE passage_id = 'p2'",
-    "UPDATE scores SET score = 1e999 WHERE passage_id = 'p2'",
-    # another pair's row relabelled as p2's
-    "DELETE FROM scores WHERE question = 'q' AND passage_id = 'p2'; "
-    "UPDATE scores SET passage_id = 'p2', passage = 'd2' WHERE question = 'q' AND passage_id = 'p1'",
-    # another question's row of the same pair moved over
-    "DELETE FROM scores WHERE question = 'q' AND passage_id = 'p2'; UPDATE scores SET question = 'q' WHERE question = 'other'",
-], ids=["score", "text", "infinite", "other-pair", "other-question"])
-def test_a_forged_score_row_is_deleted_scored_again_and_reported(tmp_path, capsys, edit):
-    from harness_builtins.rerank.cache import ScoreCache
-
-    path = _filled(tmp_path)
-    other = ScoreCache(tmp_path, CONFIG)
-    other.put("other", [("p2", "d2", 7.0)])  # same pair, another question: its row moved over by an edit
-    other.close()
-    with sqlite3.connect(path) as db:
-        db.executescript(edit)
-    cache = ScoreCache(tmp_path, CONFIG)
-    found = cache.get("q", KEYS)
-    assert ("p2", "d2") not in found and found[("p3", "d3")] == -3.75
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"score cache {path}" in err and "passage 'p2'" in err and "scored again" in err
-    cache.put("q", [("p2", "d2", -2.5)])  # scored again: the new score is stored, not ignored
-    assert cache.get("q", KEYS)[("p2", "d2")] == -2.5
-    assert capsys.readouterr().err == ""
-    cache.close()
-
-
-def test_a_row_copied_from_another_models_cache_is_not_used(tmp_path, capsys):
-    ours = _filled(tmp_path / "ours")
-    theirs = _filled(tmp_path / "theirs", {**CONFIG, "model": "another"})
-    with sqlite3.connect(theirs) as db:  # a row that is good in its own cache
-        copied = db.execute("SELECT * FROM scores WHERE passage_id = 'p1'").fetchone()
-    with sqlite3.connect(ours) as db:
-        db.execute("DELETE FROM scores WHERE passage_id = 'p1'")
-        db.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?)", copied)
-    from harness_builtins.rerank.cache import ScoreCache
-
-    cache = ScoreCache(tmp_path / "ours", CONFIG)
-    assert ("p1", "d1") not in cache.get("q", KEYS) and cache.dropped == 1
-    assert "copied from another cache" in capsys.readouterr().err
-    cache.close()
-
-
-def test_a_cache_without_row_checks_is_set_aside_and_a_non_finite_score_is_never_stored(tmp_path, capsys):
-    from harness_builtins.rerank.cache import FORMAT, ScoreCache, config_key
-
-    config = json.loads(json.dumps(CONFIG, sort_keys=True))
-    old = tmp_path / f"{config_key(config)}.sqlite"
-    with sqlite3.connect(old) as db:  # an older layout, even claiming the current format
-        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        db.executemany("INSERT INTO meta VALUES (?, ?)",
-                       [("format", FORMAT), ("config", json.dumps(config, sort_keys=True, ensure_ascii=False))])
-        db.execute("CREATE TABLE scores (question TEXT NOT NULL, passage_id TEXT NOT NULL, passage TEXT NOT NULL, "
-                   "score REAL NOT NULL, PRIMARY KEY (question, passage_id, passage)) WITHOUT ROWID")
-        db.execute("INSERT INTO scores VALUES ('q', 'p1', 'd1', 100.0)")
-    cache = ScoreCache(tmp_path, CONFIG)
-    assert cache.get("q", KEYS) == {} and len(cache) == 0
-    assert "moved to" in capsys.readouterr().err and old.with_name(old.name + ".damaged").exists()
-    with pytest.raises(ValueError, match="not a finite number"):
-        cache.put("q", [("p1", "d1", float("inf"))])
-    assert len(cache) == 0
-    cache.close()
-
-
 # ------------------------------------------------------------------- outputs that cannot be written
 
 
@@ -398,83 +169,6 @@ def test_an_output_that_runs_out_of_room_is_one_line_and_leaves_nothing(tmp_path
     assert lines[0] == f"ERROR cannot write output {tmp_path / 'train.json'}: File too large"
     assert lines[1] == f"ERROR cannot write output {tmp_path / 'passages.tsv'}: File too large"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["articles.jsonl"]
-
-
-# ------------------------------------------------------------------------------ generate-questions
-
-
-class Generator:
-    """A fake question generator that is interrupted after ``batches`` calls (None: never)."""
-
-    def __init__(self, batches: int | None = None):
-        self.batches, self.calls = batches, 0
-
-    def __call__(self, prompts):
-        self.calls += 1
-        if self.batches is not None and self.calls > self.batches:
-            raise KeyboardInterrupt
-        return ["when was Ann born"] * len(prompts)
-
-
-def _interrupted(tmp_path: Path):
-    """A run over three passages killed after its first batch; a function that runs it again (with
-    a generator that works) and its progress file."""
-    from harness.api import InMemoryCorpus, Passage
-    from harness_builtins.datasets.generate import generate_questions
-
-    corpus = InMemoryCorpus("three", [Passage(id=f"p{i}", title=f"T{i}", text=f"Ann was born in {1950 + i}.")
-                                      for i in range(3)])
-
-    def run(generate=None):
-        return generate_questions(corpus, None, output=tmp_path / "gen.json", negatives=0, batch_size=1,
-                                  generate=generate or Generator(), progress=False)
-
-    with pytest.raises(KeyboardInterrupt):
-        run(Generator(batches=1))
-    return run, tmp_path / "gen.json.partial.jsonl"
-
-
-def test_resuming_a_progress_file_that_names_an_unknown_passage_is_one_line(tmp_path):
-    run, partial = _interrupted(tmp_path)
-    lines = partial.read_text().splitlines()
-    assert len(lines) == 2
-    partial.write_text("\n".join([lines[0], lines[1].replace('"p0"', '"ghost"')]) + "\n")
-    with pytest.raises(HarnessError) as caught:
-        run()
-    message = str(caught.value)
-    assert message.startswith(f"{partial}:2: ") and "'ghost'" in message and "corpus three" in message
-    assert "\n" not in message and not (tmp_path / "gen.json").exists()
-
-
-def test_two_runs_into_one_output_the_second_stops_with_one_line(tmp_path):
-    import fcntl
-
-    run, partial = _interrupted(tmp_path)
-    lock = tmp_path / "gen.json.lock"
-    assert not lock.exists()  # removed when the run ended, even by an interrupt
-    before = partial.read_bytes()
-    with open(lock, "w") as held:  # another run holds the output
-        fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(HarnessError, match=r"gen.json is being written by another generate-questions run"):
-            run()
-        assert partial.read_bytes() == before and not (tmp_path / "gen.json").exists()
-    stats = run()  # the lock released: the run resumes and finishes
-    assert stats.resumed == 1 and stats.passages == 3 and stats.kept == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gen.json", "gen.json.meta.json"]
-
-
-@pytest.fixture(scope="module")
-def t5_dir(tmp_path_factory):
-    from helpers.rerank_models import tiny_t5
-
-    return tiny_t5(tmp_path_factory.mktemp("models") / "tiny-t5")
-
-
-def test_a_cli_run_into_an_output_under_a_file_is_one_line(tmp_path, t5_dir, capsys):
-    (tmp_path / "file").write_text("x")
-    code = main(["data", "generate-questions", "demo", "--model", str(t5_dir), "--passages", "2", "--device", "cpu",
-                 "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--output", str(tmp_path / "file" / "gen.json")])
-    one_line_exit_2(code, capsys.readouterr().err, "cannot write output", "is a file, not a folder")
 
 
 # ------------------------------------------------------------------------ the line of a bad byte
