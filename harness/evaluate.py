@@ -155,8 +155,11 @@ def run_evaluation(
         rerank_depth = check_depth(rerank_depth if rerank_depth is not None else default_depth(found_reranker.spec))
     suite_spec = registry.suites().get(suite)
     check_metrics(metrics)
-    with timer.stage("load_suite"):
-        loaded_suite = suite_spec.load()
+    with timer.stage("load_suite"):  # and its corpus, before any model; offline, every missing file named at once
+        from harness.data.needs import prepare_run, run_listing
+
+        loaded_suite = prepare_run(suite_spec.load, retriever, found.options,
+                                   listing=run_listing(suite, retriever, options))
     ks = parse_k(k if k is not None else loaded_suite.default_k)
     with timer.stage("load_retriever"):
         model = registry.load("retrievers", retriever, found.options).value

@@ -7,18 +7,23 @@ downloading the corpus until a passage, its size or its fingerprint is asked for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from harness.api import Corpus, Passage
 
 
 class LazyCorpus:
-    """A :class:`~harness.api.Corpus` that calls ``opener()`` the first time it is needed."""
+    """A :class:`~harness.api.Corpus` that calls ``opener()`` the first time it is needed.
 
-    def __init__(self, name: str, opener: Callable[[], Corpus]):
+    ``needs``: the files opening it downloads (:class:`harness.data.needs.Needed`), so that a run
+    can say, before it loads a model, which of them are not in the data folder."""
+
+    def __init__(self, name: str, opener: Callable[[], Corpus], *, needs: Sequence[Any] = ()):
         self.name = name
         self._opener = opener
         self._corpus: Corpus | None = None
+        self.needs = tuple(needs)
 
     @property
     def loaded(self) -> bool:

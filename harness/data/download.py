@@ -237,12 +237,7 @@ def fetch(
     if final.is_file():
         return _use_local(remote, final, progress)
     if is_offline() if offline is None else offline:
-        how = f"{OFFLINE_ENV}=1" if offline is None else "offline=True"
-        pin = f" (sha256 {remote.sha256})" if remote.sha256 else ""
-        raise OfflineError(
-            f"offline mode ({how}) and {remote.path} is not in the data folder: "
-            f"download {remote.url} and save it as {final}{pin}, or unset {OFFLINE_ENV}"
-        )
+        raise OfflineError(offline_message(remote, final, how=f"{OFFLINE_ENV}=1" if offline is None else "offline=True"))
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -252,7 +247,12 @@ def fetch(
         try:
             if final.is_file():  # another process finished it while we waited for the lock
                 return _use_local(remote, final, progress)
-            _download(remote, partial, progress=progress, attempts=attempts, timeout=timeout)
+            try:
+                _download(remote, partial, progress=progress, attempts=attempts, timeout=timeout)
+            except ChecksumError:
+                raise
+            except DownloadError as exc:
+                raise DownloadError(f"{exc}; {_elsewhere(remote, final)}") from None
             digest = partial.digest()
             if remote.size is not None and partial.size != remote.size:
                 raise ChecksumError(
@@ -282,6 +282,40 @@ def fetch(
     if remote.sha256 is None:
         warn(f"no checksum is pinned for {remote.url}; its sha256 is {digest} (record it to pin the file)")
     return FetchResult(path=final, sha256=digest, downloaded=True, verified=remote.sha256 is not None)
+
+
+#: The command that lists every file a run needs and the data folder lacks (``harness.data.needs``).
+LISTING = "harness data missing"
+
+
+def size_text(size: int | None) -> str:
+    """A size for messages: ``13.0 GB``, ``296.9 kB`` (decimal units), or that none is published."""
+    if size is None:
+        return "size not published"
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def offline_message(remote: RemoteFile, final: Path, *, how: str = f"{OFFLINE_ENV}=1", listing: str = LISTING) -> str:
+    """The one line saying that offline mode is on and ``remote`` is not at ``final``: the URL to
+    download, its size and sha256 when published, where to save it, and the listing of every file."""
+    pin = f", sha256 {remote.sha256}" if remote.sha256 else ""
+    return (
+        f"offline mode ({how}) and {remote.path} is not in the data folder: download {remote.url} "
+        f"and save it as {final} ({size_text(remote.size)}{pin}), or unset {OFFLINE_ENV} "
+        f"(`{listing}` lists every file a run needs)"
+    )
+
+
+def _elsewhere(remote: RemoteFile, final: Path) -> str:
+    """How to bring a file that could not be downloaded here: where to save it, and offline mode."""
+    pin = f", sha256 {remote.sha256}" if remote.sha256 else ""
+    return (
+        f"to fetch it on another machine, save it as {final} ({size_text(remote.size)}{pin}) and run with "
+        f"{OFFLINE_ENV}=1; `{LISTING}` lists every file a run needs, with URLs, sizes and checksums"
+    )
 
 
 # -- files already in the data folder ------------------------------------------------------------

@@ -147,6 +147,67 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
             _fetch_release(releases[name], not no_progress)
 
 
+@data.command("missing")
+@click.argument("names", nargs=-1)
+@click.option("--corpus", "with_corpus", is_flag=True, help="Also each suite's corpus (DPR's Wikipedia is 13 GB), as a run needs it.")
+@click.option("--retriever", "-r", default=None, help="Also what this retriever downloads (e.g. art: its checkpoint archive).")
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="The retriever's options, as for harness run (e.g. -o checkpoint=nq-t0-3b).")
+@click.option("--format", "output_format", type=click.Choice(["table", "tsv"]), default="table", show_default=True,
+              help="table: to read; tsv: one line per file, url<TAB>path<TAB>size<TAB>sha256<TAB>what ('-' where not published), no header.")
+def missing_command(names: tuple[str, ...], with_corpus: bool, retriever: str | None, options: tuple[str, ...],
+                    output_format: str) -> None:
+    """List every file NAMES (suites, training sets, published runs, released embeddings) and
+    --retriever would download and the data folder does not have: what it is for, its size, where
+    to save it, its URL and sha256. Nothing is downloaded.
+
+    On a machine with no network: run this there, fetch the list elsewhere (--format tsv), copy
+    each file to its path, and run with HARNESS_OFFLINE=1.
+
+    Example: harness data missing entityquestions --corpus --retriever art --format tsv
+    """
+    from harness import registry
+    from harness.data.download import data_dir
+    from harness.data.embeddings import remote_file as release_file
+    from harness.data.needs import Needed, format_table, format_tsv, missing, retriever_needs, total_text
+    from harness.runfiles.published import remote_file as run_file
+    from harness_builtins.datasets.loading import remote, suite_needs
+
+    if not names and retriever is None:
+        raise click.UsageError("name a suite, training set, published run or released embeddings, or give --retriever")
+    found = registry.resolve("retrievers", retriever, parse_options(options)) if retriever is not None else None
+    catalog = _catalog()
+    runs = _published_runs()
+    releases = _released_embeddings()
+    _check_unambiguous(catalog, runs, names, releases)
+    needed: list[Needed] = []
+    if names:
+        for spec in _suites(catalog, names, tuple(runs), tuple(releases)):
+            questions, corpus = suite_needs(spec, catalog.corpora[spec.corpus] if with_corpus else None)
+            needed += questions + corpus
+        for spec in _training_sets(catalog, names):
+            needed.append(Needed(f"training set {spec.name}", remote(spec.file)))
+        for name in names:
+            if name in runs:
+                needed.append(Needed(f"published run {name}", run_file(runs[name])))
+            elif name in releases:
+                parts = releases[name].parts
+                needed += [Needed(f"released embeddings {name}, part {i + 1}/{len(parts)}", release_file(part))
+                           for i, part in enumerate(parts)]
+    if found is not None:
+        needed += retriever_needs(found.spec.name, found.options)
+    absent = missing(needed)
+    if output_format == "tsv":
+        click.echo(format_tsv(absent), nl=False)
+        return
+    root = data_dir()
+    if not absent:
+        click.echo(f"nothing missing: the {len(needed)} file(s) are all in the data folder {root}")
+        return
+    click.echo(format_table(absent))
+    click.echo(f"\n{total_text(absent)} missing under {root}; harness data fetch NAMES downloads them here, "
+               "or fetch them elsewhere (--format tsv), save each at its path and run with HARNESS_OFFLINE=1")
+
+
 @data.command("verify")
 @click.argument("suites", nargs=-1)
 @no_progress_option

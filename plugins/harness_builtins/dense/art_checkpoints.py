@@ -196,7 +196,7 @@ def art_checkpoint_dir(
         shutil.rmtree(target)
 
     from harness.data.archives import extract_tar
-    from harness.data.download import ChecksumError, DownloadError, OfflineError, fetch, locate
+    from harness.data.download import fetch
 
     from harness_builtins.dense.checkpoints import default_bert_vocab, resolve_megatron_checkpoint
     from harness_builtins.dense.convert import convert_art_into
@@ -209,12 +209,7 @@ def art_checkpoint_dir(
                 "bert-base-uncased's) is not installed: install it, or convert with `harness convert art --vocab`"
             )
     remote = remote_file(name)
-    try:
-        fetched = fetch(remote, data_dir=data_dir, offline=offline, progress=progress)
-    except (OfflineError, ChecksumError):
-        raise  # already name the URL, and the path to save the file at or to delete
-    except DownloadError as exc:
-        raise DownloadError(f"{exc} (or download it yourself and save it as {locate(remote, data_dir)})") from None
+    fetched = fetch(remote, data_dir=data_dir, offline=offline, progress=progress)  # its errors name the path to save it at
     work = temp_name(target)  # the unpacked Megatron folder, deleted once converted
     try:
         unpacked = extract_tar(fetched.path, work)
@@ -244,6 +239,25 @@ def art_checkpoint_dir(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def needed_files(options: Any, *, checkpoint: str | None = None) -> list:
+    """The archive ``-r art`` (or an encoder loading released checkpoint ``checkpoint``) downloads
+    with these options, as :class:`harness.data.needs.Needed` (for ``harness data missing`` and an
+    offline run's one-line list): none with ``-o model=DIR``, or when the checkpoint is converted
+    already. Loads nothing."""
+    from harness.data.needs import Needed
+
+    if options.get("model"):
+        return []
+    name = checkpoint or options.get("checkpoint") or DEFAULT_CHECKPOINT
+    if name not in ART_CHECKPOINTS and name not in OTHER_CHECKPOINTS:
+        return []  # an unknown name is the loader's one-line error
+    info = checkpoint_info(name)
+    target = converted_dir(name)
+    if target.exists() and cache_problem(target, info) is None:
+        return []
+    return [Needed(f"ART checkpoint {name} (archive, converted once into the cache)", remote_file(name))]
 
 
 def load_art(*, model: str | None = None, checkpoint: str | None = None, **options: Any) -> Any:
