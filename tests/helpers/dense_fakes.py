@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-from helpers.dense_models import corpus_of
-from harness_builtins.dense.embeddings import embed_corpus
 import hashlib
+
 import numpy as np
-from helpers.dense_models import corpus_of
+
 from harness_builtins.dense.embeddings import embed_corpus
+from helpers.dense_models import corpus_of
 
 
 class HashEncoder:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-import pytest
 
+import pytest
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
 
@@ -58,7 +58,11 @@ def tiny_dpr(directory: Path, kind: str, *, seed: int = 0) -> Path:
 def tiny_st(directory: Path, bert_dir: Path, *, max_seq_length: int = 128) -> Path:
     """A sentence-transformers directory: Transformer(bert_dir) + mean Pooling + Normalize."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import (
+        Normalize,
+        Pooling,
+        Transformer,
+    )
 
     transformer = Transformer(str(bert_dir), max_seq_length=max_seq_length)
     pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode="mean")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from helpers.dense_models import corpus_of
 from harness.api import Part, Question, Suite
-
+from helpers.dense_models import corpus_of
 
 PASSAGES = [
     ("1", "Paris", "Paris is the capital of France."),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
+
 from helpers.inloop import HashEncoder
 
 

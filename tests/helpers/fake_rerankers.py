@@ -80,9 +80,9 @@ def register_rerankers(register):
 def registries_with_fake_rerankers():
     """The installed plugins plus the fake retrievers and these re-rankers."""
     import harness.registry
-    from helpers.fake_retrievers import registries_with_fake_retrievers
     from harness.plugins import loaded_plugins, register_plugin
     from harness.registry import KINDS, Registry
+    from helpers.fake_retrievers import registries_with_fake_retrievers
 
     with registries_with_fake_retrievers():
         manager = loaded_plugins().manager

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import pytest
-from harness.api import InMemoryCorpus, Passage
 
+from harness.api import InMemoryCorpus, Passage
 
 torch = pytest.importorskip("torch")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
     assert code == 2, err
     assert "Traceback" not in err and "internal error" not in err, err

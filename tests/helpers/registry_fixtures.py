@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import types
 from pathlib import Path
+
 import pytest
 
 from harness import hookimpl
 from harness.cli.main import main
-
 
 TABLE = '''
 name = "{name}"

@@ -7,11 +7,18 @@ import time
 from collections import namedtuple
 from pathlib import Path
 from types import SimpleNamespace
+
 import numpy as np
 import pytest
-from harness import hookimpl
-from harness.api import EmbeddingsPart, InMemoryCorpus, Passage, ReleasedEmbeddings, RunContext
 
+from harness import hookimpl
+from harness.api import (
+    EmbeddingsPart,
+    InMemoryCorpus,
+    Passage,
+    ReleasedEmbeddings,
+    RunContext,
+)
 
 CORPUS = "tiny-wiki"
 
@@ -81,8 +88,9 @@ def tiny_dpr(directory: Path, kind: str, *, seed: int) -> Path:
     widely (``initializer_range=0.5``) so that its passages' vectors differ (at BERT's 0.02 a
     2-layer, 32-wide model gives every passage nearly the same [CLS] vector)."""
     import torch
-    from helpers.dense_models import TINY, save_tokenizer
     from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
+
+    from helpers.dense_models import TINY, save_tokenizer
 
     save_tokenizer(directory)
     torch.manual_seed(seed)

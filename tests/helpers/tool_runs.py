@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+
 import pytest
+
 from harness.cli.main import main
 from harness.runfiles.ranks import score_run
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
+
 from harness.api import Passage, TrainingExample
 from harness.cli.main import main
-
 
 torch = pytest.importorskip("torch")
 
@@ -21,8 +22,9 @@ COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "black", "white"
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from helpers.dense_models import save_tokenizer
     from transformers import BertConfig, BertModel
+
+    from helpers.dense_models import save_tokenizer
 
     directory = tmp_path_factory.mktemp("tiny-bert")
     save_tokenizer(directory)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 class Recording:
     """A tokenizer that records the texts it is given, then tokenises them as the real one."""
 

@@ -5,11 +5,12 @@ two runs into one output, and an output under a file are one line each, exit 2.
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
+
 from harness.cli.main import main
 from harness.errors import HarnessError
 from helpers.integrity import one_line_exit_2
-
 
 # ------------------------------------------------------------------------------ generate-questions
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-import pytest
 
+import pytest
 
 # ------------------------------------------------------------------------------ the score cache
 

@@ -11,12 +11,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
 import pytest
-from helpers.paths import REPO
+
 from harness.cli.main import main
 from harness.errors import InputFileError
 from helpers.integrity import one_line_exit_2
-
+from helpers.paths import REPO
 
 # ------------------------------------------------------------------------- the training record
 
@@ -86,6 +87,7 @@ def cls_checkpoint(tmp_path_factory) -> Path:
     """A checkpoint folder an export accepts: a tiny BERT with CLS pooling and a record."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
     from helpers.dense_models import tiny_bert
 
     root = tmp_path_factory.mktemp("checkpoint")

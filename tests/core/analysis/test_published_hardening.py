@@ -6,13 +6,20 @@ own with one line naming it, a name given twice keeps the first and names both f
 from __future__ import annotations
 
 import pytest
+
 from harness.analysis.published import read_published_table
 from harness.errors import InputFileError
 from harness.plugins import LoadedPlugins, new_plugin_manager, register_plugin
 from harness.results.schema import write_result
+from helpers.registry_fixtures import (
+    DEEP,
+    TABLE,
+    cli,
+    hits_of,
+    plugin_module,
+    spec_folder,
+)
 from helpers.result_docs import make_result
-from helpers.registry_fixtures import plugin_module, TABLE, DEEP, spec_folder, cli, hits_of
-
 
 # --- published tables ----------------------------------------------------------------------
 

@@ -16,12 +16,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
 import pytest
-from helpers.paths import REPO
+
 from harness.cli.main import main
 from harness.errors import HarnessError, InputFileError
 from helpers.integrity import one_line_exit_2
-
+from helpers.paths import REPO
 
 # ------------------------------------------------------------------ a file with no pinned checksum
 

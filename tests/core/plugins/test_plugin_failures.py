@@ -7,13 +7,20 @@ from __future__ import annotations
 
 from importlib.metadata import PathDistribution
 from pathlib import Path
+
 import pytest
+
 from harness.api import MetricSpec, PublishedTable, RetrieverSpec
 from harness.errors import HarnessError, InputFileError
-from harness.plugins import LoadedPlugins, PluginError, load_plugins, new_plugin_manager, register_plugin
+from harness.plugins import (
+    LoadedPlugins,
+    PluginError,
+    load_plugins,
+    new_plugin_manager,
+    register_plugin,
+)
 from harness.registry import Registry, skipped
-from helpers.registry_fixtures import plugin_module, DEEP, cli
-
+from helpers.registry_fixtures import DEEP, cli, plugin_module
 
 # --- plugin failures, the same in every command -------------------------------------------
 

@@ -5,12 +5,19 @@ configuration, is refused or left out with one line naming it and fails ``reprod
 from __future__ import annotations
 
 import json
-import pytest
-from harness.errors import InputFileError
-from harness.results.schema import read_result, read_results, result_filename, validate, write_result
-from helpers.result_docs import make_result
-from helpers.registry_fixtures import TABLE, spec_folder, cli, hits_of
 
+import pytest
+
+from harness.errors import InputFileError
+from harness.results.schema import (
+    read_result,
+    read_results,
+    result_filename,
+    validate,
+    write_result,
+)
+from helpers.registry_fixtures import TABLE, cli, hits_of, spec_folder
+from helpers.result_docs import make_result
 
 # --- result files --------------------------------------------------------------------------
 
