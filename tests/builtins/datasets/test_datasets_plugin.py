@@ -41,9 +41,10 @@ def test_questions_in_the_data_folder_are_used_offline_and_the_corpus_is_named(c
     assert not suite.corpus.loaded
     code = main(["run", "-r", "bm25", "-s", "curated", "--no-progress"])
     err = capsys.readouterr().err
-    # BM25 on DPR's Wikipedia first needs pyserini's prebuilt index of it: named, with how to fetch it.
+    # The run needs the suite's corpus, checked before the retriever is loaded: named, with where it goes.
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert "prebuilt index 'wikipedia-dpr-100w'" in err and "download_prebuilt_index" in err
+    assert "download https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz" in err
+    assert f"save it as {data_dir / 'dpr' / 'psgs_w100.tsv.gz'}" in err
 
 
 def test_a_tampered_question_file_is_rejected(data_dir, monkeypatch, shared_data):

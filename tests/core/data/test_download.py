@@ -8,7 +8,6 @@ be told to misbehave: drop the connection after some bytes, corrupt a byte, igno
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import shutil
 import threading
@@ -209,11 +208,28 @@ def test_not_found_is_a_one_line_error_naming_the_url(server, tmp_path):
     assert files(tmp_path) == []
 
 
-def test_unpinned_file_returns_and_reports_its_computed_checksum(server, tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="harness.data.download"):
-        result = fetch(remote(server, CURATED, None, size=False), data_dir=tmp_path, progress=False)
+@pytest.mark.parametrize("fault", ["404", "unreachable"])
+def test_a_failed_download_says_where_the_file_goes_and_how_to_bring_it_offline(server, tmp_path, monkeypatch, fault):
+    monkeypatch.setattr(download, "BACKOFF_S", 0.0)
+    if fault == "404":
+        wanted = RemoteFile(url=f"{server.url}/dpr-qas/nope.txt", path="dpr-qas/nope.txt", size=2_500_000)
+    else:
+        wanted = RemoteFile(url="http://127.0.0.1:9/nq.txt", path="dpr-qas/nq.txt", sha256=NQ_SHA, size=2_500_000)
+    with pytest.raises(DownloadError) as caught:
+        fetch(wanted, data_dir=tmp_path, progress=False, attempts=1)
+    message = str(caught.value)
+    assert "\n" not in message and wanted.url in message
+    assert f"save it as {tmp_path / wanted.path} (2.5 MB" in message
+    assert "HARNESS_OFFLINE=1" in message and "`harness data missing`" in message
+    assert (NQ_SHA in message) is (fault != "404")
+
+
+def test_unpinned_file_returns_and_reports_its_computed_checksum(server, tmp_path, capsys):
+    result = fetch(remote(server, CURATED, None, size=False), data_dir=tmp_path, progress=False)
     assert result.sha256 == CURATED_SHA and not result.verified
-    assert CURATED_SHA in caplog.text and "no checksum is pinned" in caplog.text
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"harness: warning: no checksum is pinned for {server.url}/{CURATED}; its sha256 is {CURATED_SHA} "
+                    "(record it to pin the file)")
     again = fetch(remote(server, CURATED, None, size=False), data_dir=tmp_path, progress=False)
     assert again.sha256 == CURATED_SHA and not again.downloaded and len(server.log) == 1
 
@@ -233,6 +249,9 @@ def test_offline_mode_names_the_url_and_the_exact_path(server, tmp_path, monkeyp
     message = str(caught.value)
     assert f"{server.url}/{NQ}" in message and str(tmp_path / NQ) in message and NQ_SHA in message
     assert "\n" not in message and server.log == [] and files(tmp_path) == []
+    size = remote(server).size
+    assert f"save it as {tmp_path / NQ} ({download.size_text(size)}, sha256 {NQ_SHA})" in message
+    assert download.size_text(size) == f"{size / 1e3:.1f} kB" and "`harness data missing`" in message
 
 
 def test_offline_mode_uses_the_cache_without_any_request(server, tmp_path, monkeypatch):
