@@ -265,41 +265,44 @@ def read_dpr_json(path: Path) -> list[Entry]:
         raise InputFileError(path, 'expected a JSON list of {"question", "answers", "ctxs"} objects (DPR results)')
     entries = []
     for index, record in enumerate(data):
-        where = f"item {index}: "
-        if not isinstance(record, dict):
-            raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
-        hits = []
-        for i, ctx in enumerate(_contexts(record, "ctxs", path, where)):
-            hit = _plain_hit(ctx, "id", False)
-            if hit is not None:
-                hits.append((i, i, hit))
-                continue
-            at = f"{where}ctxs[{i}]: "
-            hits.append(
-                (
-                    i,
-                    i,
-                    RunHit(
-                        passage_id=bare_id(_required(ctx, "id", path, at), path, at),
-                        score=parse_score(_required(ctx, "score", path, at), path, at),
-                        title=_opt_str(ctx, "title", path, at),
-                        text=_opt_str(ctx, "text", path, at),
-                        has_answer=_opt_flag(ctx, path, at),
-                    ),
-                )
-            )
-        entries.append(
-            Entry(
-                qid=str(index),
-                hits=hits,
-                where=where,
-                question=_opt_str(record, "question", path, where),
-                answers=record.get("answers"),
-            )
-        )
+        with _at_member(path, index):
+            entries.append(_dpr_entry(path, index, record))
     if not entries:
         raise InputFileError(path, "no questions")
     return entries
+
+
+def _dpr_entry(path: Path, index: int, record: Any) -> Entry:
+    where = f"item {index}: "
+    if not isinstance(record, dict):
+        raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
+    hits = []
+    for i, ctx in enumerate(_contexts(record, "ctxs", path, where)):
+        hit = _plain_hit(ctx, "id", False)
+        if hit is not None:
+            hits.append((i, i, hit))
+            continue
+        at = f"{where}ctxs[{i}]: "
+        hits.append(
+            (
+                i,
+                i,
+                RunHit(
+                    passage_id=bare_id(_required(ctx, "id", path, at), path, at),
+                    score=parse_score(_required(ctx, "score", path, at), path, at),
+                    title=_opt_str(ctx, "title", path, at),
+                    text=_opt_str(ctx, "text", path, at),
+                    has_answer=_opt_flag(ctx, path, at),
+                ),
+            )
+        )
+    return Entry(
+        qid=str(index),
+        hits=hits,
+        where=where,
+        question=_opt_str(record, "question", path, where),
+        answers=record.get("answers"),
+    )
 
 
 def _split_pyserini_text(raw: str, path: Path, where: str) -> tuple[str, str]:
@@ -321,44 +324,47 @@ def read_pyserini_json(path: Path) -> list[Entry]:
         raise InputFileError(path, 'expected a JSON object {qid: {"question", "answers", "contexts"}} (pyserini DPR run)')
     _check_unique_keys(path, len(data))
     entries = []
-    for qid, record in data.items():
-        where = f"question {qid!r}: "
-        if not isinstance(record, dict):
-            raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
-        hits = []
-        for i, ctx in enumerate(_contexts(record, "contexts", path, where)):
-            hit = _plain_hit(ctx, "docid", True)
-            if hit is not None:
-                hits.append((i, i, hit))
-                continue
-            at = f"{where}contexts[{i}]: "
-            raw = _opt_str(ctx, "text", path, at)
-            title, text = _split_pyserini_text(raw, path, at) if raw is not None else (None, None)
-            hits.append(
-                (
-                    i,
-                    i,
-                    RunHit(
-                        passage_id=bare_id(_required(ctx, "docid", path, at), path, at),
-                        score=parse_score(_required(ctx, "score", path, at), path, at),
-                        title=title,
-                        text=text,
-                        has_answer=_opt_flag(ctx, path, at),
-                    ),
-                )
-            )
-        entries.append(
-            Entry(
-                qid=qid,
-                hits=hits,
-                where=where,
-                question=_opt_str(record, "question", path, where),
-                answers=record.get("answers"),
-            )
-        )
+    for index, (qid, record) in enumerate(data.items()):
+        with _at_member(path, index):
+            entries.append(_pyserini_entry(path, qid, record))
     if not entries:
         raise InputFileError(path, "no questions")
     return entries
+
+
+def _pyserini_entry(path: Path, qid: str, record: Any) -> Entry:
+    where = f"question {qid!r}: "
+    if not isinstance(record, dict):
+        raise InputFileError(path, where + f"expected an object, got {type(record).__name__}")
+    hits = []
+    for i, ctx in enumerate(_contexts(record, "contexts", path, where)):
+        hit = _plain_hit(ctx, "docid", True)
+        if hit is not None:
+            hits.append((i, i, hit))
+            continue
+        at = f"{where}contexts[{i}]: "
+        raw = _opt_str(ctx, "text", path, at)
+        title, text = _split_pyserini_text(raw, path, at) if raw is not None else (None, None)
+        hits.append(
+            (
+                i,
+                i,
+                RunHit(
+                    passage_id=bare_id(_required(ctx, "docid", path, at), path, at),
+                    score=parse_score(_required(ctx, "score", path, at), path, at),
+                    title=title,
+                    text=text,
+                    has_answer=_opt_flag(ctx, path, at),
+                ),
+            )
+        )
+    return Entry(
+        qid=qid,
+        hits=hits,
+        where=where,
+        question=_opt_str(record, "question", path, where),
+        answers=record.get("answers"),
+    )
 
 
 def _check_unique_keys(path: Path, kept: int) -> None:
@@ -381,6 +387,22 @@ def _check_unique_keys(path: Path, kept: int) -> None:
                 first[key] = line
     except OSError as exc:
         raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def _at_member(path: Path, index: int):
+    """A problem found in the ``index``-th top-level member of a JSON file read whole names the
+    line the member starts on (found by reading the file again as a stream, only then)."""
+    try:
+        yield
+    except InputFileError as exc:
+        if exc.line is not None:
+            raise
+        try:
+            _file, line = MemberLines(path, {"": index})[""]
+        except KeyError:
+            raise exc from None
+        raise InputFileError(exc.path, exc.problem, line=line) from None
 
 
 @contextlib.contextmanager

@@ -281,27 +281,30 @@ def test_malformed_trec_runs_name_file_and_line(tmp_path, content, line, problem
     assert problem in one_line_error(exc, path, line)
 
 
+#: (format, content, line, problem): a record's problem names the line the record starts on.
 JSON_CASES = [
     ("dpr-json", '[{"question": "who wrote hamlet",\n "ctxs": [}]', 2, "invalid JSON"),
     ("dpr-json", '{"0": []}', None, "expected a JSON list"),
-    ("dpr-json", '[{"question": "who wrote hamlet", "ctxs": {"id": 1}}]', None, "item 0: 'ctxs' must be a list, got dict"),
-    ("dpr-json", '[{"question": "who wrote hamlet"}]', None, "item 0: missing 'ctxs'"),
-    ("dpr-json", '[{"ctxs": [{"score": 1}]}]', None, "item 0: ctxs[0]: missing 'id'"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": "x"}]}]', None, "item 0: ctxs[0]: score must be a number, got 'x'"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "has_answer": "yes"}]}]', None, "'has_answer' must be true or false"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "text": 5}]}]', None, "'text' must be a string"),
-    ("pyserini-json", '{"0": {"contexts": 3}}', None, "question '0': 'contexts' must be a list, got int"),
-    ("pyserini-json", '{"0": {"contexts": [{"docid": "1", "score": "1", "text": "no title line"}]}}', None, "'text' has no newline"),
+    ("dpr-json", '[{"question": "who wrote hamlet", "ctxs": {"id": 1}}]', 1, "item 0: 'ctxs' must be a list, got dict"),
+    ("dpr-json", '[{"question": "who wrote hamlet"}]', 1, "item 0: missing 'ctxs'"),
+    ("dpr-json", '[{"ctxs": [{"score": 1}]}]', 1, "item 0: ctxs[0]: missing 'id'"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": "x"}]}]', 1, "item 0: ctxs[0]: score must be a number, got 'x'"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "has_answer": "yes"}]}]', 1, "'has_answer' must be true or false"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "text": 5}]}]', 1, "'text' must be a string"),
+    ("pyserini-json", '{"0": {"contexts": 3}}', 1, "question '0': 'contexts' must be a list, got int"),
+    ("pyserini-json", '{"0": {"contexts": [{"docid": "1", "score": "1", "text": "no title line"}]}}', 1, "'text' has no newline"),
     ("pyserini-json", '{"7": {"contexts": []}}', None, "unknown question id '7'"),
     ("pyserini-json", '{"1": {"question": "capital of spain", "contexts": []}}', None, "does not match the suite's question '1'"),
     ("pyserini-json", "[]", None, "expected a JSON object"),
     # What orjson refuses and the standard parser reads is read the same way as before:
-    ("pyserini-json", '{"0": {"contexts": [{"docid": "1", "score": NaN}]}}', None, "score is NaN"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1e999999}], "question": 7}]', None, "'question' must be a string"),
-    ("dpr-json", '[{"ctxs": [{"id": "", "score": 1}]}]', None, "item 0: ctxs[0]: empty passage id"),
-    ("dpr-json", '[{"ctxs": [{"id": "wiki:", "score": 1}]}]', None, "item 0: ctxs[0]: empty passage id"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": true}]}]', None, "score must be a number, got bool"),
-    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "title": 3}]}]', None, "'title' must be a string"),
+    ("pyserini-json", '{"0": {"contexts": [{"docid": "1", "score": NaN}]}}', 1, "score is NaN"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1e999999}], "question": 7}]', 1, "'question' must be a string"),
+    ("dpr-json", '[{"ctxs": [{"id": "", "score": 1}]}]', 1, "item 0: ctxs[0]: empty passage id"),
+    ("dpr-json", '[{"ctxs": [{"id": "wiki:", "score": 1}]}]', 1, "item 0: ctxs[0]: empty passage id"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": true}]}]', 1, "score must be a number, got bool"),
+    ("dpr-json", '[{"ctxs": [{"id": "1", "score": 1, "title": 3}]}]', 1, "'title' must be a string"),
+    ("dpr-json", '[\n{"ctxs": []},\n{"ctxs": [{"id": "1", "score": "x"}]}]', 3, "item 1: ctxs[0]: score must be a number"),
+    ("pyserini-json", '{\n"0": {"contexts": []},\n"1": {"contexts": [{"docid": "1", "score": NaN}]}}', 3, "question '1': contexts[0]: score is NaN"),
 ]
 
 
