@@ -21,13 +21,15 @@ Values as ``-o KEY=VALUE`` gives them (:func:`harness.cli.common.parse_options`:
 parses as JSON, else the text) and as Python callers give them are treated alike:
 
 - ``int``: an integer, or a text of ASCII digits (``"12"``), converted. ``True``/``False`` and
-  floats (``2.0``, ``1e3``) are not integers.
+  floats (``2.0``, ``1e3``) are not integers. An integer option without a ``max`` still refuses
+  values beyond 64 bits (:data:`INT_LIMIT`), which no library it reaches could hold.
 - ``float``: any finite number (integers included) or a text that is one, returned as a float.
   ``True``/``False`` are not numbers.
 - ``bool``: ``true``/``false``, ``1``/``0`` and the texts ``true``, ``false``, ``yes``, ``no``,
   ``on``, ``off``, ``1``, ``0`` (any case).
-- ``str``: text; an integer is turned into its digits (``-o revision=1234`` parses as a number);
-  a path (:func:`path`) also accepts an ``os.PathLike``.
+- ``str``: text. A value ``-o`` parsed from text (a number, a list: :func:`typed`) is the text as
+  typed (``-o revision=6e35`` is ``"6e35"``, not a number); an integer from Python becomes its
+  digits; ``true``/``false`` are not text; a path (:func:`path`) also accepts an ``os.PathLike``.
 - ``list`` / ``dict``: a list (or tuple) / a mapping, as given.
 - ``None`` (no type): anything, unchecked (what a plain default declares).
 
@@ -61,6 +63,71 @@ _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+#: The largest magnitude an integer option accepts when its declaration sets no ``max``: a signed
+#: 64-bit integer's, what numpy, faiss and torch hold at most.
+INT_LIMIT = 2**63 - 1
+
+
+class _Typed:
+    """A value ``-o KEY=VALUE`` parsed from its text (a number, a list, a mapping) that keeps the
+    text as typed (``text``): a text option takes the text, any other the value. Made by
+    :func:`typed`; the checks return plain values, so it never reaches a loader."""
+
+    __slots__ = ()
+    text: str
+
+    def __repr__(self) -> str:
+        return repr(_plain(self))
+
+    def __reduce__(self):
+        return (_plain_copy, (_plain(self),))
+
+
+class TypedInt(_Typed, int):
+    pass
+
+
+class TypedFloat(_Typed, float):
+    pass
+
+
+class TypedList(_Typed, list):
+    pass
+
+
+class TypedDict(_Typed, dict):
+    pass
+
+
+def _plain_copy(value: Any) -> Any:
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """``value`` without the text it was typed as (a :func:`typed` value as its plain type)."""
+    if isinstance(value, TypedInt):
+        return int(value)
+    if isinstance(value, TypedFloat):
+        return float(value)
+    if isinstance(value, TypedList):
+        return list(value)
+    if isinstance(value, TypedDict):
+        return dict(value)
+    return value
+
+
+def typed(value: Any, text: str) -> Any:
+    """``value`` parsed from ``text`` (``-o`` parses JSON), keeping ``text`` for a text option:
+    an integer, number, list or mapping comes back as an equal value of a subclass with ``.text``;
+    anything else (text, ``true``/``false``, ``null``) as it is."""
+    kind = {int: TypedInt, float: TypedFloat, list: TypedList, dict: TypedDict}.get(type(value))
+    if kind is None:
+        return value
+    out = kind(value)
+    out.text = text
+    return out
 
 
 class OptionError(HarnessError, ValueError):
@@ -197,8 +264,19 @@ class Option:
         accepted, coerced = self._coerce(value)
         if not accepted:
             prefix = f"{where}: " if where else ""
-            raise OptionError(f"{prefix}option {name} must be {self.describe()}, got {_short(value)}", option=name)
-        return coerced
+            if isinstance(value, _Typed):  # as typed, unquoted like any number
+                shown = value.text.strip() if len(value.text.strip()) <= 80 else value.text.strip()[:77] + "..."
+            else:
+                shown = _short(value)
+            wanted = self.describe()
+            if self._too_wide(value):
+                wanted += f" (at most {INT_LIMIT:,} in magnitude)"
+            raise OptionError(f"{prefix}option {name} must be {wanted}, got {shown}", option=name)
+        return _plain(coerced)
+
+    def _too_wide(self, value: Any) -> bool:
+        return (self.type is int and self.max is None and isinstance(value, int) and not isinstance(value, bool)
+                and abs(value) > INT_LIMIT)
 
     def _coerce(self, value: Any) -> tuple[bool, Any]:
         if value is None:
@@ -234,6 +312,9 @@ class Option:
                 value = int(value.strip())
             if not isinstance(value, int):
                 return False, value
+            value = int(value)
+            if self._too_wide(value):
+                return False, value
             return self._within(value), value
         if kind is float:
             if isinstance(value, bool):
@@ -242,10 +323,15 @@ class Option:
                 value = float(value.strip())
             if not isinstance(value, (int, float)):
                 return False, value
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer beyond any float
+                return False, value
             return math.isfinite(value) and self._within(value), value
         if kind is str:
-            if self.kind == "path" and isinstance(value, os.PathLike):
+            if isinstance(value, _Typed):
+                value = value.text  # the text as typed after -o KEY=
+            elif self.kind == "path" and isinstance(value, os.PathLike):
                 value = os.fspath(value)
             elif isinstance(value, int) and not isinstance(value, bool):
                 value = str(value)
@@ -463,7 +549,7 @@ def check_options(
 
 
 __all__ = [
-    "TYPES", "Option", "OptionError", "Options", "check_options",
+    "INT_LIMIT", "TYPES", "Option", "OptionError", "Options", "check_options", "typed",
     "integer", "positive_int", "non_negative_int", "number", "non_negative_float", "positive_float",
     "probability", "boolean", "choice", "text", "template", "path",
 ]

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from harness.api import MAX_K
+from harness.api.options import typed
 from harness.errors import HarnessError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,7 +53,9 @@ def _finite(value: object) -> bool:
 
 def parse_options(values: tuple[str, ...] | list[str], flag: str = "--option") -> dict[str, object]:
     """``-o k1=1.2 -o name=x`` → {"k1": 1.2, "name": "x"}; values are JSON when they parse as JSON
-    (numbers, true/false/null, lists), else text. Not-a-number and infinite values (``NaN``,
+    (numbers, true/false/null, lists), else text. A number, list or mapping keeps the text it was
+    typed as (:func:`harness.api.options.typed`), so an option declared as text gets that text
+    (``-o revision=6e35`` is ``"6e35"``). Not-a-number and infinite values (``NaN``,
     ``Infinity``, ``1e999``) are errors, as is a key given twice."""
     options: dict[str, object] = {}
     for value in values:
@@ -72,7 +75,7 @@ def parse_options(values: tuple[str, ...] | list[str], flag: str = "--option") -
             raise HarnessError(f"{flag}: the value of {key!r} is nested too deeply") from None
         if not _finite(parsed):
             raise HarnessError(f"{flag}: {key}={raw} is not a finite number")
-        options[key] = parsed
+        options[key] = typed(parsed, raw)  # a text option takes the text as typed (revision=6e35)
     return options
 
 

@@ -22,9 +22,14 @@ from harness.api import Option, Options, RerankerSpec, boolean, choice, path, po
 from harness_builtins.common.devices import PRECISIONS
 from harness_builtins.common.seq2seq import UPR_PASSAGE_PROMPT, UPR_QUESTION_TARGET
 
+#: Upper bounds of the numeric options, far above any use: a typo's extra digits are refused in
+#: one line naming the option before a model is loaded.
+MAX_BATCH_SIZE = 65_536
+MAX_TOKENS = 131_072
+
 #: Options every model-backed re-ranker here accepts (``auto``: decided at run time).
 RUNTIME_OPTIONS = Options({
-    "batch_size": positive_int(None, help="passages per forward pass (null: 32 on GPU, 16 on CPU)"),
+    "batch_size": positive_int(None, max=MAX_BATCH_SIZE, help="passages per forward pass (null: 32 on GPU, 16 on CPU)"),
     "device": text("auto", help="auto | cpu | cuda | cuda:N"),
 })
 
@@ -35,8 +40,8 @@ UPR_OPTIONS = Options({
     "model": text("google/t5-large-lm-adapt", help="a sequence-to-sequence model: hub id or local directory"),
     "revision": text(None, help="hub revision"),
     "precision": choice("auto", PRECISIONS, help="auto: bf16 on GPU, fp32 on CPU"),
-    "max_passage_length": positive_int(512, help="encoder tokens"),
-    "max_question_length": positive_int(128, help="decoder tokens"),
+    "max_passage_length": positive_int(512, max=MAX_TOKENS, help="encoder tokens"),
+    "max_question_length": positive_int(128, max=MAX_TOKENS, help="decoder tokens"),
     # the prompts are UPR's code by default (branch main of DevSinghSachan/unsupervised-passage-reranking)
     "question_mark": boolean("auto", literals=("auto",), help=(
         'auto: end a question lacking one with "?" on the NQ and EfficientQA suites only, as UPR\'s '
@@ -48,7 +53,7 @@ UPR_OPTIONS = Options({
     "question_target": template(UPR_QUESTION_TARGET, ("question",), help=(
         "the decoder target whose log-likelihood is the score (UPR's and ART's; {question} alone scores the bare question)")),
     "cache": boolean(True, help="keep scores on disk under the cache folder"),
-    "batch_size": positive_int(None, help="passages per forward pass and device (null: 32 on GPU, 16 on CPU)"),
+    "batch_size": positive_int(None, max=MAX_BATCH_SIZE, help="passages per forward pass and device (null: 32 on GPU, 16 on CPU)"),
     # auto: every GPU torch sees (one model replica each), else cpu | cuda: every GPU | cpu |
     # cuda:N | a list such as cuda:0,cuda:2: one replica per entry (checked when loaded)
     "device": Option("auto", help="auto | cpu | cuda | cuda:N | a list of devices (one replica each)"),
@@ -59,7 +64,7 @@ LATE_INTERACTION_OPTIONS = Options({"path": path(None, help="a late-interaction 
 CROSS_ENCODER_OPTIONS = Options({
     "model": text("cross-encoder/ms-marco-MiniLM-L6-v2", help="hub id or local directory"),
     "revision": text(None, help="hub revision"),
-    "max_length": positive_int(512, help="tokens per (question, passage) pair"),
+    "max_length": positive_int(512, max=MAX_TOKENS, help="tokens per (question, passage) pair"),
     "format": choice("title_text", CROSS_ENCODER_FORMATS, help="what the passage side of a pair is"),
 }) | RUNTIME_OPTIONS
 
