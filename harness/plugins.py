@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 
 import pluggy
 
@@ -31,6 +31,8 @@ STRICT_ENV = "HARNESS_STRICT_PLUGINS"
 DISABLE_ENV = "HARNESS_DISABLE_PLUGINS"
 #: The name the core's own hook implementations are registered under.
 CORE_PLUGIN = "harness"
+#: The top-level package of harness's built-in plugins (distributed with the core).
+BUILTIN_PACKAGE = "harness_builtins"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +136,48 @@ def _distribution(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "?", dist.version or "?"
 
 
+def _location(ep: EntryPoint) -> str | None:
+    """Where the distribution of ``ep`` is installed (the folder holding its metadata), or None."""
+    dist = getattr(ep, "dist", None)
+    try:
+        return os.fspath(dist.locate_file("")) if dist is not None else None
+    except (AttributeError, TypeError, NotImplementedError):
+        return None
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_entry_points() -> tuple[list[EntryPoint], list[tuple[EntryPoint, EntryPoint]]]:
+    """Every ``harness`` entry point of every installed distribution, in ``sys.path`` order, and
+    the copies that are shadowed: a distribution installed twice (two versions in two folders on
+    ``sys.path``) is one that Python imports from the first folder, so its entry points are those
+    of the first copy; each later copy's entry point is returned paired with the one it is
+    shadowed by (``importlib.metadata.entry_points`` drops such copies without a word)."""
+    from importlib.metadata import distributions
+
+    first: dict[str, tuple[str | None, list[EntryPoint]]] = {}
+    used: list[EntryPoint] = []
+    shadowed: list[tuple[EntryPoint, EntryPoint]] = []
+    for dist in distributions():
+        eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+        if not eps:
+            continue
+        name = _normalized(dist.metadata["Name"] or "?")
+        where = _location(eps[0])
+        if name not in first:
+            first[name] = (where, eps)
+            used.extend(eps)
+            continue
+        if first[name][0] == where:  # one folder listed twice on sys.path
+            continue
+        winners = {ep.name: ep for ep in first[name][1]}
+        for ep in eps:
+            shadowed.append((ep, winners.get(ep.name, first[name][1][0])))
+    return used, shadowed
+
+
 def register_plugin(manager: pluggy.PluginManager, module: object, name: str) -> None:
     """Register ``module`` under ``name``, validated against the hookspecs by pluggy itself.
 
@@ -160,7 +204,9 @@ def load_plugins(eps: list[EntryPoint] | None = None, *, strict: bool | None = N
     """Import every plugin of the entry-point group and register it with a new plugin manager.
 
     Plugins load in entry-point name order. When two distributions use one entry-point name, the
-    first (by distribution name) loads and the other is reported as a failure.
+    first (by distribution name) loads and the other is reported as a failure naming both; a
+    second installed copy of one distribution (another folder on ``sys.path``) is reported the
+    same way, naming both copies (:func:`installed_entry_points`).
     """
     strict = strict_mode() if strict is None else strict
     manager = new_plugin_manager()
@@ -168,8 +214,16 @@ def load_plugins(eps: list[EntryPoint] | None = None, *, strict: bool | None = N
         manager.set_blocked(name)
     plugins: list[PluginInfo] = []
     loaded = LoadedPlugins(manager=manager, plugins=(), strict=strict)
+    shadowed: list[tuple[EntryPoint, EntryPoint]] = []
     if eps is None:
-        eps = list(entry_points(group=ENTRY_POINT_GROUP))
+        eps, shadowed = installed_entry_points()
+    for ep, used in shadowed:
+        if manager.is_blocked(ep.name):
+            continue
+        dist, version = _distribution(ep)
+        _failed(loaded, ep.name, dist, version,
+                f"another copy of {dist} ({_distribution(used)[1]} at {_location(used)}) comes first on sys.path "
+                f"and is the one used; this copy at {_location(ep)} is ignored (uninstall one of them)")
     eps = sorted(eps, key=lambda ep: (ep.name, _distribution(ep)[0], ep.value))
     seen: dict[str, str] = {}
     for ep in eps:
@@ -217,3 +271,77 @@ def _one_line(text: str) -> str:
 def loaded_plugins() -> LoadedPlugins:
     """The installed plugins, loaded on first use and cached for the life of the process."""
     return load_plugins()
+
+
+# --- whose code raised ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """The plugin whose code raised an exception: its entry-point name, its distribution, and
+    whether it is one of harness's own built-in plugins (:data:`BUILTIN_PACKAGE`)."""
+
+    name: str
+    distribution: str
+    builtin: bool
+
+
+def _top_package(module: str) -> str:
+    return module.partition(":")[0].partition(".")[0]
+
+
+def _already_loaded() -> LoadedPlugins | None:
+    """The plugins when they are loaded already, else None (loading them while an error is being
+    reported could fail again)."""
+    info = getattr(loaded_plugins, "cache_info", None)
+    if info is not None and info().currsize == 0:
+        return None
+    return loaded_plugins()
+
+
+def _plugins_by_package() -> dict[str, PluginInfo]:
+    """The loaded plugins by the top-level package of their entry-point module."""
+    loaded = _already_loaded()
+    if loaded is None:
+        return {}
+    found: dict[str, PluginInfo] = {}
+    for info in loaded.plugins:
+        top = _top_package(info.module)
+        if top and top != "harness":
+            found.setdefault(top, info)
+    return found
+
+
+def culprit(exc: BaseException) -> Culprit | None:
+    """The installed plugin whose code raised ``exc``: the innermost frame of its traceback that
+    runs a module of a loaded plugin's top-level package (for harness's built-in plugins,
+    :data:`BUILTIN_PACKAGE`, the distribution is harness's own). None when no plugin's code is in
+    the traceback: the core raised it on its own."""
+    packages = _plugins_by_package()
+    if not packages:
+        return None
+    found: PluginInfo | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__")
+        if isinstance(module, str):
+            info = packages.get(module.partition(".")[0])
+            if info is not None:
+                found = info
+        tb = tb.tb_next
+    if found is None:
+        return None
+    builtin = _top_package(found.module) == BUILTIN_PACKAGE
+    return Culprit(name=found.name, distribution=found.distribution, builtin=builtin)
+
+
+def distribution_of(plugin: str) -> str | None:
+    """The distribution that installed the plugin ``plugin`` (an entry-point name), or None when
+    it is harness's own (the core, a built-in plugin) or not loaded."""
+    loaded = _already_loaded() if plugin != CORE_PLUGIN else None
+    if loaded is None:
+        return None
+    info = loaded.info(plugin)
+    if info is None or _top_package(info.module) == BUILTIN_PACKAGE:
+        return None
+    return info.distribution

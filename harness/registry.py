@@ -26,7 +26,9 @@ file and its problem, not an "unknown name" with a did-you-mean.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -370,24 +372,119 @@ def resolve(kind: str, name: str, options: Mapping[str, Any] | None = None) -> L
     return Loaded(kind=kind, name=name, spec=entry.spec, plugin=entry.plugin, argument=argument, options=checked)
 
 
+def resolved_options(spec: object, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every option ``spec`` declares, with its value: ``options`` (already checked, see
+    :func:`check_options`) over the declared defaults. What a spec's ``load`` receives, so a
+    loader never merges defaults itself and never sees an :class:`~harness.api.Option`. A required
+    option that ``options`` lacks is left out (:func:`resolve` refuses it first); a list or
+    mapping default is copied, so a loader that changes it changes nothing shared."""
+    declared = declared_options(spec)
+    values: dict[str, Any] = {}
+    for option_name, default in declared.items():
+        if not declared.declaration(option_name).required:
+            values[option_name] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
+    values.update(options or {})
+    return values
+
+
 def load(kind: str, name: str, options: Mapping[str, Any] | None = None) -> Loaded:
-    """Resolve ``name``, check ``options`` and call the spec's ``load`` (with ``argument=`` for
-    ``NAME:ARGUMENT``); :attr:`Loaded.value` is what it returned. An option value the loader
-    rejects (``TypeError`` or ``ValueError``) is a one-line error naming the thing."""
+    """Resolve ``name``, check ``options`` and call the spec's ``load`` with every declared option
+    (:func:`resolved_options`: the given values over the defaults; with ``argument=`` for
+    ``NAME:ARGUMENT``); :attr:`Loaded.value` is what it returned, :attr:`Loaded.options` the
+    options given, checked. An option value the loader rejects (``TypeError`` or ``ValueError``)
+    is a one-line error naming the thing (and a plugin's distribution); any other exception in
+    the loader is marked as raised there (:func:`running`)."""
     found = resolve(kind, name, options)
     load_fn = getattr(found.spec, "load", None)
     if not callable(load_fn):
         raise HarnessError(f"{KINDS[kind].noun} {name!r} is not loaded by name")
-    kwargs = dict(found.options)
+    kwargs = resolved_options(found.spec, found.options)
     if found.argument is not None:
         kwargs["argument"] = found.argument
     try:
-        value = load_fn(**kwargs)
+        with running(kind, name, found.plugin):
+            value = load_fn(**kwargs)
     except OptionError:  # already one line naming what it checked
         raise
+    except HarnessError:
+        raise
     except (TypeError, ValueError) as exc:
-        raise HarnessError(f"{KINDS[kind].noun} {name!r}: {exc}") from exc
+        raise HarnessError(f"{describe_thing(kind, name, found.plugin)}: {exc}") from exc
     return Loaded(
         kind=kind, name=name, spec=found.spec, plugin=found.plugin, argument=found.argument,
         options=found.options, value=value,
     )
+
+
+# --- whose code failed -----------------------------------------------------------------------------
+
+#: The attribute :func:`running` sets on an exception: ``(kind's noun, name, plugin)`` of the
+#: innermost named thing that was running when it was raised.
+RUNNING_ATTRIBUTE = "harness_running"
+
+
+def describe_thing(kind: str, name: str, plugin: str | None = None) -> str:
+    """``retriever 'tfidf'``, followed by ``(plugin harness-tfidf)`` when ``plugin`` (an
+    entry-point name) comes from another distribution than harness's own."""
+    noun = KINDS[kind].noun if kind in KINDS else kind
+    text = f"{noun} {name!r}"
+    if plugin is not None:
+        from harness.plugins import distribution_of
+
+        dist = distribution_of(plugin)
+        if dist is not None:
+            text += f" (plugin {dist})"
+    return text
+
+
+@contextmanager
+def running(kind: str, name: str, plugin: str | None = None) -> Iterator[None]:
+    """Mark an exception raised while the block runs (other than a
+    :class:`~harness.errors.HarnessError`, which already says what is wrong) as raised while
+    ``kind``'s ``name`` (provided by ``plugin``) ran: the innermost such block records itself on
+    the exception, and when a plugin's code raised it (:func:`harness.plugins.culprit`), adds a
+    note naming the thing and the plugin's distribution (a traceback shows it). The command line
+    reports it in one line as that plugin's failure (:func:`failure_line`). The exception itself
+    is raised unchanged."""
+    try:
+        yield
+    except HarnessError:
+        raise
+    except Exception as exc:
+        if getattr(exc, RUNNING_ATTRIBUTE, None) is None:
+            noun = KINDS[kind].noun if kind in KINDS else kind
+            try:
+                setattr(exc, RUNNING_ATTRIBUTE, (noun, name, plugin))
+            except (AttributeError, TypeError):  # an exception type without attributes
+                pass
+            else:
+                line = failure_line(exc)
+                if line is not None:
+                    exc.add_note(line[0])
+        raise
+
+
+def failure_line(exc: BaseException) -> tuple[str, bool] | None:
+    """One line saying which plugin's code raised ``exc`` and what it was running, and whether the
+    plugin is another distribution's (True) or one of harness's own built-in plugins (False); None
+    when no plugin's code is in its traceback (a fault of the core's own code).
+
+    ``retriever 'tfidf' (plugin harness-tfidf) failed: ValueError: ...``; when the plugin whose
+    code raised is not the one that provides the thing (a plugin's encoder on the built-in dense
+    engine): ``plugin 'example' (harness-plugin-example) failed in retriever 'example-hashing': ...``;
+    with nothing known to be running (a plugin's command): ``plugin 'example'
+    (harness-plugin-example) failed: ...``."""
+    from harness.plugins import culprit
+
+    found = culprit(exc)
+    if found is None:
+        return None
+    error = " ".join(f"{type(exc).__name__}: {exc}".split())
+    context = getattr(exc, RUNNING_ATTRIBUTE, None)
+    if not (isinstance(context, tuple) and len(context) == 3):
+        context = None
+    if context is not None and context[2] == found.name:
+        noun, name, _ = context
+        return f"{noun} {name!r} (plugin {found.distribution}) failed: {error}", not found.builtin
+    where = f" in {context[0]} {context[1]!r}" if context is not None else ""
+    return f"plugin {found.name!r} ({found.distribution}) failed{where}: {error}", not found.builtin

@@ -94,7 +94,7 @@ def _fail(message: str) -> None:
 
 def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]) -> tuple[str, Retriever]:
     from harness.api import OptionError
-    from harness.registry import check_options, registry
+    from harness.registry import check_options, registry, resolved_options
 
     argument = None
     if isinstance(retriever, str):
@@ -112,7 +112,7 @@ def _load(retriever: str | RetrieverSpec | Retriever, options: Mapping[str, Any]
             options = check_options("retrievers", name, retriever.options, options)
         except OptionError as exc:
             _fail(f"{exc}: the retriever declares no such option in RetrieverSpec.options" if exc.unknown else str(exc))
-        loaded = retriever.load(**options, **({"argument": argument} if argument is not None else {}))
+        loaded = retriever.load(**resolved_options(retriever, options), **({"argument": argument} if argument is not None else {}))
     else:
         if options:
             raise TypeError("options can only be given with a RetrieverSpec or a retriever name")

@@ -1,6 +1,9 @@
 """Entry point of the ``harness`` command: the command group, plugin commands, and error handling.
 
-User errors (:class:`harness.errors.HarnessError`) print one line on stderr and exit with 2.
+User errors (:class:`harness.errors.HarnessError`) print one line on stderr and exit with 2. An
+exception from a plugin's code is that plugin's failure: one line naming what ran and the plugin's
+distribution (``retriever 'tfidf' (plugin harness-tfidf) failed: ...``), exit status 1 as for any
+fault in code rather than in the user's input; anything else is harness's internal error (1).
 
 While a command runs, the warnings of third-party libraries (:data:`QUIET_PACKAGES`: deprecation
 notices and advice meant for their developers) are hidden and transformers logs errors only;
@@ -153,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Every failure is one line on stderr: a problem with the user's input or environment
     (:class:`HarnessError`, a usage error) exits with 2, Ctrl-C with 130, and anything else (a
-    bug) with 1 and "internal error" (``HARNESS_DEBUG=1`` shows the traceback instead).
+    bug) with 1: a plugin's failure naming the plugin when its code raised, else "internal error"
+    (``HARNESS_DEBUG=1`` shows the traceback instead).
     """
     try:
         with quiet_third_party():
@@ -195,12 +199,26 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if _debug():
             raise
-        click.echo(
-            f"harness: internal error: {type(exc).__name__}: {_one_line(exc)} (HARNESS_DEBUG=1 shows the traceback)",
-            err=True,
-        )
+        click.echo(_failure(exc), err=True)
         return 1
     return returned if isinstance(returned, int) else 0
+
+
+def _failure(exc: Exception) -> str:
+    """The line for an exception that is not the user's input: a plugin's failure, naming the
+    thing that ran and the plugin's distribution, when another distribution's plugin code raised
+    it; else harness's own internal error (naming the built-in plugin's thing when one ran)."""
+    from harness.registry import failure_line
+
+    hint = " (HARNESS_DEBUG=1 shows the traceback)"
+    try:
+        found = failure_line(exc)
+    except Exception:  # reporting must not fail in its turn
+        found = None
+    if found is not None:
+        line, third_party = found
+        return f"harness: {'error' if third_party else 'internal error'}: {_one_line(line)}{hint}"
+    return f"harness: internal error: {type(exc).__name__}: {_one_line(exc)}{hint}"
 
 
 def _one_line(message: object) -> str:
