@@ -9,19 +9,25 @@ suite are built by the specs' ``load`` functions, which import their modules laz
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.api import EncoderSpec, LossSpec, Recipe, RetrieverSpec, SuiteSpec, VariantSpec
+from harness.api import (
+    EncoderSpec, LossSpec, Options, Recipe, RetrieverSpec, SuiteSpec, VariantSpec, boolean, integer, positive_float,
+)
 
 __version__ = "0.1.0"
 
-#: The retriever's options and their defaults (``harness run -o lowercase=false`` overrides).
-RETRIEVER_OPTIONS = {"lowercase": True}
+#: The retriever's options, each with its default and the values it accepts
+#: (``harness run -o lowercase=false`` overrides; a value it refuses stops before ``load``).
+RETRIEVER_OPTIONS = Options({"lowercase": boolean(True, help="match words in any case")})
+ENCODER_OPTIONS = Options({"dim": integer(256, min=2, max=65_536, help="hash buckets: the vectors' width")})
+LOSS_OPTIONS = Options({"margin": positive_float(1.0, help="the hinge's margin")})
 
 
 def load_retriever(**options):
-    """``RetrieverSpec.load``: called only when ``example-overlap`` runs."""
+    """``RetrieverSpec.load``: called only when ``example-overlap`` runs, with every declared
+    option's value (given or default), already checked and converted."""
     from harness_plugin_example.retriever import OverlapRetriever
 
-    return OverlapRetriever(**{**RETRIEVER_OPTIONS, **options})
+    return OverlapRetriever(**options)
 
 
 def load_encoder(**options):
@@ -52,7 +58,7 @@ def register_losses(register):
             name="example-margin",
             description="example plugin: hinge loss max(0, margin - s(q, p+) + s(q, p-)) over the batch's passages",
             load=load_loss,
-            options={"margin": 1.0},
+            options=LOSS_OPTIONS,
         )
     )
 
@@ -91,7 +97,7 @@ def register_encoders(register):
             name="example-hashing",
             description="example plugin: hashed bag-of-words vectors (CRC-32 buckets, L2-normalised)",
             load=load_encoder,
-            options={"dim": 256},
+            options=ENCODER_OPTIONS,
         )
     )
 
