@@ -324,8 +324,8 @@ def embed_corpus(
     seconds = time.perf_counter() - started
     meta["complete"] = True
     meta["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cache = EmbeddingCache(path, meta)  # opened (every shard read) before meta.json says complete
     _write_json_atomic(path / META_FILE, meta)
-    cache = EmbeddingCache(path, meta)
     cache.encoded, cache.encode_seconds = sum(shard_rows(meta, shard) for shard in todo), seconds
     return cache
 
@@ -448,6 +448,9 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
             meta = None
         if meta is not None and (meta.get("format") != CACHE_FORMAT or meta.get("key") != key):
             meta = None  # foreign or older cache in our place: start over
+        elif meta is not None and (problem := _layout_problem(meta, count)) is not None:
+            warn(f"the embedding cache {path} is not what its meta.json describes ({problem}); encoding it again")
+            meta = None
     if meta is not None:
         return meta
     path.mkdir(parents=True, exist_ok=True)
@@ -470,6 +473,24 @@ def open_meta(identity: str, corpus: Corpus, path: Path, shard_size: int) -> dic
     }
     _write_json_atomic(meta_file, meta)
     return meta
+
+
+def _layout_problem(meta: dict[str, Any], count: int) -> str | None:
+    """What is wrong with the shard layout a cache's ``meta.json`` records for a corpus of
+    ``count`` passages (a shard size out of the option's bounds, a shard count that does not
+    follow from it), or None."""
+    shard_size, shards = meta.get("shard_size"), meta.get("shards")
+    if meta.get("passages") != count:
+        return f"passages {meta.get('passages')!r}, the corpus has {count}"
+    try:
+        INDEX_OPTIONS.declaration("shard_size").check(shard_size, "shard_size")
+    except HarnessError as exc:
+        return str(exc)
+    if type(shard_size) is not int:
+        return f"shard_size {shard_size!r} is not an integer"
+    if type(shards) is not int or shards != (count + shard_size - 1) // shard_size:
+        return f"shards {shards!r} for {count} passages of {shard_size} per shard"
+    return None
 
 
 def _build_shards(
