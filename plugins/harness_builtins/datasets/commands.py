@@ -136,8 +136,10 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
             opened = open_corpus(corpus, progress=not no_progress)
             click.echo(f"{spec.name}: corpus {corpus.name} ready, {len(opened)} passages")
         else:
-            size = f", {corpus.file.size / 1e9:.1f} GB" if corpus.file.size else ""
-            click.echo(f"{spec.name}: corpus {corpus.name} ({corpus.file.url}{size}) is fetched on first use or with --corpus")
+            from harness.data.download import size_text
+
+            click.echo(f"{spec.name}: corpus {corpus.name} ({corpus.file.url}, {size_text(corpus.file.size)}) is fetched "
+                       f"on first use or with --corpus (`harness data missing {spec.name} --corpus` lists what is not here)")
     for spec in _training_sets(catalog, suites):
         click.echo(_fetched(spec.name, fetch_file(spec.file, progress=not no_progress)))
     for name in suites:
