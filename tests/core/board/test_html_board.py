@@ -25,6 +25,7 @@ from harness.cli.main import main
 from harness.board.html import INDEX, MANIFEST, TIER_NOTE, page_names, render_html, script_json
 from harness.board.cells import cost_summary
 from harness.board.sections import rerank_ceiling, sections
+from harness.results.labels import part_title
 from harness.results.schema import read_results, write_result
 
 from helpers.result_docs import make_result
@@ -506,8 +507,8 @@ def test_the_board_in_a_headless_browser(browser, committed_board, tmp_path):
     assert not drill.is_visible()
     page.locator("section#s0 tbody.entry[data-row='0'] button.expand").click()
     assert drill.is_visible() and drill.locator("table.parts").first.is_visible()
-    first_part = section.parts[0]
-    assert drill.get_by_text(first_part, exact=True).first.is_visible()
+    first_part = section.parts[0]  # a relation id, shown with the relation's name
+    assert drill.get_by_text(part_title(first_part), exact=True).first.is_visible()
     watched.screenshot(tmp_path / "board-demo.png")
     watched.assert_clean()
 
