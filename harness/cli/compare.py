@@ -27,6 +27,8 @@ from harness.util.paths import default_results_dir
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of tables.")
 def compare_command(results, suite, results_dir, baseline, k_values, mrr_k, seed, resamples, permutations, confidence, by_part, seen_from, as_json):
     """Compare RESULTS (result files, or labels and retriever names with --suite) on one suite.
+    A re-ranked result may be named by its two stages alone (`bm25 » upr`, `bm25+upr`) when one
+    configuration of them is there.
 
     Each system's top-k gets a bootstrap confidence interval (questions resampled within each part),
     each pair an exact McNemar test per cutoff and a paired randomisation test of MRR, Holm-corrected
