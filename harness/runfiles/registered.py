@@ -60,6 +60,26 @@ def _head(path: Path, compression: str | None, member: str | None) -> str:
         raise InputFileError(path, f"cannot read run file: {exc.strerror or exc}") from None
 
 
+def looks_like(path: str | Path, name: str, compression: str | None = None, member: str | None = None) -> bool:
+    """Whether the file's beginning is what format ``name``'s ``sniff`` recognises (True for a
+    format that is never detected, whose files look like another's)."""
+    spec = run_format(name)
+    if spec.sniff is None:
+        return True
+    path = Path(path)
+    stripped = _head(path, compression, member).lstrip()
+    if not stripped:
+        return True
+    reopen = None
+    if compression is None:
+        from harness.runfiles.archives import open_stream
+
+        def reopen():
+            return open_stream(path, None, None)
+
+    return bool(spec.sniff(stripped, reopen))
+
+
 def detect_format(path: str | Path, compression: str | None = None, member: str | None = None) -> str:
     """The name of the first format (in ``sniff_order``) whose ``sniff`` recognises the file's
     beginning; a compressed file is looked at decompressed, and is refused when the format it is
@@ -88,4 +108,4 @@ def detect_format(path: str | Path, compression: str | None = None, member: str 
     )
 
 
-__all__ = ["detect_format", "format_names", "run_format", "spellings"]
+__all__ = ["detect_format", "format_names", "looks_like", "run_format", "spellings"]

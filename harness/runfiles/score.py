@@ -112,14 +112,18 @@ def score_file(
 
 @contextlib.contextmanager
 def _detected_format_named(run_file: Path, given: str | None, compression: str | None, member: str | None):
-    """A problem reading a file in the ``given`` format (``--format``) says which format the file
-    looks like, where that is another one."""
+    """A problem reading a file in the ``given`` format (``--format``) whose beginning that format
+    does not recognise says which format the file looks like."""
+    from harness.runfiles.registered import looks_like
+
     try:
         yield
     except InputFileError as exc:
         if given is None:
             raise
         try:
+            if looks_like(run_file, given, compression, member):
+                raise exc from None
             detected = detect_format(run_file, compression, member)
         except HarnessError:
             raise exc from None

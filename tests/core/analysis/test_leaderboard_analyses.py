@@ -155,8 +155,16 @@ def test_reproduce_cli_exit_status(tmp_path, capsys, monkeypatch):
     registry._cache.clear()
     results = tmp_path / "results"
     results.mkdir()
+    # an empty folder (a check pointed at the wrong folder) compares nothing: that fails the check
+    assert main(["reproduce", "--results-dir", str(results)]) == 0
+    assert main(["reproduce", "--results-dir", str(results), "--check"]) == 1
+    out, err = capsys.readouterr()
+    assert "p-1: BM25 on s: harness run --retriever r --suite s" in out
+    assert f"nothing was compared: {results} holds no result file" in err
+    # results none of which is of a published row: said, and not a failure
+    write_result(make_result("other", suite="s2", ranks=ranks([1, 1, 0, 0])), results)
     assert main(["reproduce", "--results-dir", str(results), "--check"]) == 0
-    assert "p-1: BM25 on s: harness run --retriever r --suite s" in capsys.readouterr().out
+    assert "nothing was compared: none of the 1 result(s)" in capsys.readouterr().err
     write_result(make_result("r", suite="s", ranks=ranks([1, 1, 0, 0])), results)  # top-1 50, top-5 50
     assert main(["reproduce", "--results-dir", str(results)]) == 0
     assert main(["reproduce", "--results-dir", str(results), "--check"]) == 1
