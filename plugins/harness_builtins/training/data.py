@@ -199,27 +199,58 @@ def read_data(settings: TrainSettings, *, in_loop: bool = False) -> tuple[list, 
     questions as they are (:func:`suite_questions`), not distant supervision."""
     from harness.data.training import read_training_examples
 
-    datasets, records = [], []
-    for name, weight in settings.data:
+    datasets: list = [None] * len(settings.data)
+    records: list = [None] * len(settings.data)
+    # files and training sets first: a problem in one is found before a suite's BM25 mining
+    order = sorted(range(len(settings.data)), key=lambda i: _is_suite_name(settings.data[i][0]))
+    for i in order:
+        name, weight = settings.data[i]
         if in_loop and _is_suite_name(name):
             suite = registry.load("suites", str(name), {}).value
             examples = [e for e in suite_questions(suite) if settings.only_label is None or e.label == settings.only_label]
-            datasets.append(examples)
-            records.append({"data": str(name), "path": None, "weight": weight, "examples": len(examples),
-                            "fingerprint": suite.questions_fingerprint,
-                            "labels": sorted({e.label for e in examples if e.label is not None})})
+            datasets[i] = examples
+            records[i] = {"data": str(name), "path": None, "weight": weight, "examples": len(examples),
+                          "fingerprint": suite.questions_fingerprint,
+                          "labels": sorted({e.label for e in examples if e.label is not None})}
             continue
         path = training_file(name, settings)
         examples = [e for e in read_training_examples(path) if settings.only_label is None or e.label == settings.only_label]
         if not examples:
             raise HarnessError(f"--data {path}: no training examples" + (f" labelled {settings.only_label!r}" if settings.only_label else ""))
-        datasets.append(examples)
+        datasets[i] = examples
         # The categories trained on (a suite's parts, a file's "label"s): the leaderboard splits
         # a multi-part suite into the parts seen in training and the rest.
         labels = sorted({e.label for e in examples if e.label is not None})
-        records.append({"data": str(name), "path": str(path), "weight": weight, "examples": len(examples),
-                        "fingerprint": file_fingerprint(Path(path)), "labels": labels})
+        records[i] = {"data": str(name), "path": str(path), "weight": weight, "examples": len(examples),
+                      "fingerprint": file_fingerprint(Path(path)), "labels": labels}
     return datasets, records
+
+
+def check_data(settings: TrainSettings) -> None:
+    """Every ``--data`` and ``--pretrain-data`` entry names a readable file, a training set or a
+    suite, and the suite a miner or in-loop index searches exists: checked before anything is
+    read, mined or loaded (one line naming the entry)."""
+    import os
+
+    for flag, entries in (("--data", settings.data), ("--pretrain-data", settings.pretrain_data)):
+        for name, _ in entries:
+            path = Path(name)
+            if path.is_file():
+                if not os.access(path, os.R_OK):
+                    raise HarnessError(f"{flag} {name}: cannot read it (permission denied)")
+                continue
+            if path.is_dir():
+                raise HarnessError(f"{flag} {name} is a folder; give a training file (a DPR training JSON, .json.gz or "
+                                   ".jsonl), a training set's name or a suite's name")
+            if str(name) in registry.registry("training-data") or str(name) in registry.suites():
+                continue
+            raise HarnessError(f"{flag} {name}: no such file, and no training set or suite of that name "
+                               "(harness list training-data, harness list suites)")
+    recipe = registry.registry("variants").get(settings.variant).recipe
+    if recipe.miner is not None:
+        corpus_suite(settings, "mines hard negatives")
+    elif recipe.retrieval is not None:
+        corpus_suite(settings, "retrieves inside the training loop")
 
 
 def data_labels(settings: TrainSettings, *, in_loop: bool) -> tuple[list[str], list[dict[str, Any]]]:

@@ -150,6 +150,70 @@ def resolve_model(model: str) -> str:
     return model
 
 
+#: The files of which an initial model must hold one: a transformers model's configuration, or a
+#: sentence-transformers model's list of modules.
+_MODEL_FILES = ("config.json", "modules.json")
+
+
+def check_model(model: str) -> None:
+    """Refuse, in seconds and before any data is read, mined or trained on, an initial model that
+    cannot load: a local directory must hold ``config.json`` or ``modules.json``; any other name
+    must be a Hugging Face hub id whose ``config.json`` or ``modules.json`` (a few hundred bytes)
+    is in the local cache or can be fetched (offline, ``HF_HUB_OFFLINE=1``: in the cache). The
+    weights are checked when :func:`build_model` loads them."""
+    resolved = resolve_model(model)
+    path = Path(resolved).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise HarnessError(f"--model {model}: {path} is a file; give a model directory or a Hugging Face hub id")
+        if not any((path / name).is_file() for name in _MODEL_FILES):
+            raise HarnessError(f"--model {model}: {path} holds no model (neither {' nor '.join(_MODEL_FILES)})")
+        return
+    if resolved.startswith((".", "/", "~")) or "\\" in resolved:
+        raise HarnessError(f"--model {model}: no such directory")
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HFValidationError, LocalEntryNotFoundError,
+                                        RepositoryNotFoundError)
+
+    problems = []
+    for name in _MODEL_FILES:
+        try:
+            hf_hub_download(resolved, name)
+            return
+        except HFValidationError:
+            raise HarnessError(f"--model {model}: no such directory, and not a Hugging Face hub id (owner/name); "
+                               "give a model directory, a hub id, or minilm (harness train --help)") from None
+        except GatedRepoError:
+            raise HarnessError(f"--model {model}: the hub model is gated; accept its terms on huggingface.co and log in "
+                               "(hf auth login), or give a local copy") from None
+        except RepositoryNotFoundError:
+            raise HarnessError(f"--model {model}: no such directory, and no model of that name on the Hugging Face hub "
+                               "(a private one needs hf auth login)") from None
+        except LocalEntryNotFoundError:  # before EntryNotFoundError, a base of it
+            problems.append("unreachable")
+        except EntryNotFoundError:
+            problems.append("missing")
+        except OSError as exc:  # the hub's other failures (HTTP errors, a full disk) are OSErrors
+            problems.append(" ".join(str(exc).split())[:160] or type(exc).__name__)
+    if all(p == "missing" for p in problems):
+        raise HarnessError(f"--model {model}: the hub model holds neither {' nor '.join(_MODEL_FILES)}; not a transformers model")
+    if "unreachable" in problems:
+        raise HarnessError(f"--model {model}: no such directory, and not in the Hugging Face cache"
+                           + (" (HF_HUB_OFFLINE is set: nothing is fetched)" if _hub_offline() else
+                              " nor reachable on the hub")
+                           + "; give a model directory, a hub id fetched before, or minilm (the packaged all-MiniLM-L6-v2)")
+    raise HarnessError(f"--model {model}: cannot read its configuration from the Hugging Face hub ({problems[-1]})")
+
+
+def _hub_offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except (ImportError, AttributeError):
+        return False
+
+
 def build_model(model: str, *, shared: bool, pooling: str | None, max_question_length: int, max_passage_length: int,
                 device: str = "cpu"):
     """The sentence-transformers model to train (see the module docstring). ``pooling`` is the

@@ -9,12 +9,13 @@ turns a run into a flat list of :class:`Stage` s that :func:`~.run.train` runs i
 whose output is finished is skipped, an unfinished one resumes with ``--resume``.
 
 Everything that can be wrong with a run's settings is found here, before any stage starts:
-values out of range, options a recipe does not take, a finished or unfinished output, and several
+values out of range, options a recipe does not take, data that names nothing, an initial model
+that is neither a model directory nor a hub model, a finished or unfinished output, and several
 GPUs without ``torchrun`` (the trainer would fall back to ``DataParallel``, which splits each batch
 over the GPUs and loses the in-batch negatives of the others' questions).
 
-Outputs are never clobbered: ``--output`` must be new, empty, or a harness training's own folder
-(:func:`check_output_folder`); each stage's settings are written to ``RUN_FILE`` when it starts,
+Outputs are never clobbered: ``--output`` must be new, empty, or a harness training's own folder,
+known by a record harness wrote there, never by names alone (:func:`check_output_folder`); each stage's settings are written to ``RUN_FILE`` when it starts,
 and ``--resume`` refuses settings that change what is trained (:func:`check_resumed_settings`).
 :func:`~.run.train` holds a lock on the output folder for the whole run, so a second training into
 it stops with one line.
@@ -30,7 +31,7 @@ from typing import Any
 
 from harness import registry
 from harness.errors import HarnessError
-from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, LOG_FILE, PRETRAIN_DIR, RECORD_FILE, is_finished
+from harness.results.checkpoint import CHECKPOINTS_DIR, LABELS_DIR, PRETRAIN_DIR, RECORD_FILE, is_finished
 
 from harness_builtins.training.distributed import launched_world, rank
 from harness_builtins.training.settings import TrainSettings
@@ -134,15 +135,61 @@ RUN_FILE = "harness_run.json"
 #: Settings a resumed run may change: how it runs, not what it trains.
 RESUMABLE = frozenset({"resume", "progress", "distributed_timeout", "logging_steps", "save_steps", "save_total_limit",
                        "keep_checkpoints", "output"})
-#: Names that make a folder a harness training's own (older runs wrote no ``RUN_FILE``).
-_OURS = (RUN_FILE, RECORD_FILE, CHECKPOINTS_DIR, LOG_FILE, LABELS_DIR.split("/")[0], PRETRAIN_DIR.split("/")[0])
+#: Keys every ``RUN_FILE`` holds (:func:`run_settings`): a file of that name without them is not ours.
+_RUN_KEYS = ("variant", "data", "model", "output")
+
+
+def _harness_record(folder: Path) -> bool:
+    """Whether ``folder`` holds a record a harness training wrote: a ``RUN_FILE`` (a JSON object
+    of a stage's settings) or a training record (schema ``harness-training/1``). A name alone is
+    not enough: a user's ``train_log.jsonl`` or ``checkpoints/`` makes no folder ours."""
+    import json
+
+    from harness.results.checkpoint import SCHEMA
+
+    for name, ours in ((RUN_FILE, lambda d: all(k in d for k in _RUN_KEYS)), (RECORD_FILE, lambda d: d.get("schema") == SCHEMA)):
+        try:
+            data = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and ours(data):
+            return True
+    return False
+
+
+def is_training_folder(folder: Path) -> bool:
+    """Whether a harness training wrote ``folder``: its own record (:func:`_harness_record`), or
+    the record of a stage inside it (``stages/pretrain``, ``labels/LABEL``) when it was stopped
+    before its own was written."""
+    if _harness_record(folder) or _harness_record(folder / PRETRAIN_DIR):
+        return True
+    labels = folder / LABELS_DIR
+    try:
+        return labels.is_dir() and any(_harness_record(d) for d in labels.iterdir() if d.is_dir())
+    except OSError:
+        return False
+
+
+def _has_checkpoints(folder: Path) -> bool:
+    checkpoints = folder / CHECKPOINTS_DIR
+    try:
+        return checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
+    except OSError:
+        return False
+
+
+def _missing_run_file(folder: Path) -> str:
+    """The one line refusing checkpoints whose settings were not recorded."""
+    return (f"--output {folder} holds checkpoints ({folder / CHECKPOINTS_DIR}) but not {folder / RUN_FILE}, the settings "
+            "they were trained with: without it a --resume cannot be checked against them (data, model, lr, seed); "
+            "train into another --output, or delete the checkpoints to start over")
 
 
 def check_output_folder(output: Path) -> None:
     """``--output`` must be a folder that does not exist yet, an empty one, or one a harness
-    training wrote (it holds ``RUN_FILE``, a record, checkpoints or a log): never a file, under a
-    file, or a folder of someone's other files (which the model, log and checkpoints would
-    overwrite or delete)."""
+    training wrote (:func:`is_training_folder`: a record harness wrote is there): never a file,
+    under a file, or a folder of someone's other files (which the model, log and checkpoints
+    would overwrite or delete), whatever their names. Nothing is written or removed here."""
     if output.exists() and not output.is_dir():
         raise HarnessError(f"--output {output} is a file, not a folder")
     for parent in output.parents:
@@ -156,10 +203,13 @@ def check_output_folder(output: Path) -> None:
         names = sorted(p.name for p in output.iterdir())
     except OSError as exc:
         raise HarnessError(f"--output {output}: cannot list it: {exc.strerror or exc}") from None
-    if names and not any(name in names for name in _OURS):
-        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-        raise HarnessError(f"--output {output} holds files no harness training wrote ({shown}); "
-                           "choose a new or empty folder")
+    if not names or is_training_folder(output):
+        return
+    if _has_checkpoints(output):
+        raise HarnessError(_missing_run_file(output))
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    raise HarnessError(f"--output {output} holds files no harness training wrote ({shown}) and no record of one "
+                       f"({RUN_FILE} or {RECORD_FILE}); choose a new or empty folder")
 
 
 def run_settings(settings: TrainSettings) -> dict[str, Any]:
@@ -178,12 +228,13 @@ def run_settings(settings: TrainSettings) -> dict[str, Any]:
 
 def check_resumed_settings(stage: Stage) -> None:
     """A stage resumed with ``--resume`` must train what it started training: every setting but
-    :data:`RESUMABLE` equal to the ones its ``RUN_FILE`` recorded (none recorded: older runs go on)."""
+    :data:`RESUMABLE` equal to the ones its ``RUN_FILE`` recorded. Without that record the
+    settings cannot be checked: refused, naming it."""
     import json
 
     path = stage.output / RUN_FILE
     if not path.is_file():
-        return
+        raise HarnessError(_missing_run_file(stage.output))
     try:
         before = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(before, dict):
@@ -239,18 +290,29 @@ def per_device_batch(settings: TrainSettings) -> TrainSettings:
     return dataclasses.replace(settings, batch_size=settings.global_batch_size // share)
 
 
+def preflight(settings: TrainSettings) -> None:
+    """What can be checked in seconds, before torch is imported and before anything is read,
+    mined or loaded: the output folder, the recipe's options, every ``--data`` entry (and the
+    suite searched), the initial model and its pooling. :func:`make_plan` runs it again."""
+    check_output_folder(Path(settings.output))
+    check_recipe(settings)
+    from harness_builtins.training.data import check_data
+
+    check_data(settings)
+    if settings.pretrained_from is None:  # a later stage starts from the first stage's model, pooled as asked
+        from harness_builtins.training.model import check_model, check_pooling
+
+        check_model(settings.model)
+        check_pooling(settings.model, settings.pooling)
+
+
 def make_plan(settings: TrainSettings) -> Plan:
     """Check ``settings`` and expand its stages (see the module notes)."""
     settings.check()
     settings = per_device_batch(settings)
     refuse_data_parallel()
-    check_recipe(settings)
-    if settings.pretrained_from is None:  # a later stage starts from the first stage's model, pooled as asked
-        from harness_builtins.training.model import check_pooling
-
-        check_pooling(settings.model, settings.pooling)
+    preflight(settings)
     output = Path(settings.output)
-    check_output_folder(output)
     if is_finished(output):
         raise HarnessError(f"{output} already holds a trained checkpoint (finished); choose another --output")
     recipe = registry.registry("variants").get(settings.variant).recipe

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,22 +149,6 @@ def last_complete_checkpoint(checkpoints: Path, before: int | None = None, *, qu
     return None
 
 
-#: Where the classes a sentence-transformers checkpoint names may come from (loading one imports it).
-_MODULE_PREFIXES = ("sentence_transformers.",)
-
-
-def _named_types(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "type" and isinstance(item, str):
-                yield item
-            else:
-                yield from _named_types(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _named_types(item)
-
-
 def checkpoint_damage(path: Path) -> str | None:
     """What is wrong with a complete-looking checkpoint, or None: a JSON file that does not
     parse, a ``modules.json``/``router_config.json`` naming a class outside sentence-transformers
@@ -175,13 +158,15 @@ def checkpoint_damage(path: Path) -> str | None:
 
     from safetensors import safe_open
 
+    from harness_builtins.common.trained_models import MODULE_PREFIXES, named_types
+
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         name = file.relative_to(path).as_posix()
         try:
             if file.suffix == ".json":
                 data = json.loads(file.read_text(encoding="utf-8"))
                 if file.name in ("modules.json", "router_config.json"):
-                    foreign = next((t for t in _named_types(data) if not t.startswith(_MODULE_PREFIXES)), None)
+                    foreign = next((t for t in named_types(data) if not t.startswith(MODULE_PREFIXES)), None)
                     if foreign is not None:
                         return f"{name} names the class {foreign!r}, which is not sentence-transformers'"
             elif file.suffix == ".safetensors":

@@ -20,13 +20,13 @@ from typing import Any
 
 from harness import __version__, registry
 from harness.errors import HarnessError
-from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
-from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic
+from harness.results.checkpoint import CHECKPOINTS_DIR, LOSS_STATE_FILE, MINED_FILE, MODEL_DIR, Checkpoint, is_finished, write_checkpoint_record
+from harness.util.atomic import atomic_dir, exclusive_lock, write_bytes_atomic, write_text_atomic
 
 from harness_builtins.training.distributed import barrier, init_process_group, rank, rank_zero_first
 from harness_builtins.training.settings import TrainSettings, recipe_record, settings_record
 from harness_builtins.training.model import mark_similarity
-from harness_builtins.training.plan import Plan, Stage, check_output_folder, make_plan
+from harness_builtins.training.plan import RUN_FILE, Plan, Stage, check_output_folder, make_plan, preflight, run_settings
 
 
 def versions() -> dict[str, Any]:
@@ -56,10 +56,11 @@ def _quiet() -> None:
 
 def train(settings: TrainSettings) -> Path:
     """Train ``settings.variant`` and write ``settings.output`` (see the module notes)."""
-    import torch
-
     started = time.monotonic()
     settings.check()
+    preflight(settings)  # a wrong model, data or output refused before torch and the data's mining
+    import torch
+
     init_process_group(cpu=not torch.cuda.is_available(), timeout_seconds=settings.distributed_timeout)
     from harness.util.progress import stderr_is_tty
 
@@ -111,8 +112,14 @@ def run_stage(stage: Stage) -> None:
 
     started = time.monotonic()
     settings = stage.settings
-    prepared = prepare(settings)
-    fitted = fit(settings, prepared)
+    before = _listing(stage.output)
+    mark_started(stage)
+    try:
+        prepared = prepare(settings)
+        fitted = fit(settings, prepared)
+    except BaseException:
+        _undo_start(stage, before)
+        raise
     if rank() != 0:
         return
     output = Path(settings.output)
@@ -144,6 +151,47 @@ def run_stage(stage: Stage) -> None:
         _remove_checkpoints(output)
 
 
+def mark_started(stage: Stage) -> None:
+    """A stage starting afresh (no checkpoint to resume) writes its settings (``RUN_FILE``, rank 0)
+    before anything else (mined data, checkpoints), so whatever a stopped run leaves in its folder
+    sits beside the record that makes the folder a harness training's own and that ``--resume``
+    checks against."""
+    import json
+
+    checkpoints = stage.output / CHECKPOINTS_DIR
+    if rank() != 0 or (checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))):
+        return
+    stage.output.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(stage.output / RUN_FILE, json.dumps(run_settings(stage.settings), indent=1) + "\n")
+
+
+def _listing(folder: Path) -> set[str] | None:
+    try:
+        return {p.name for p in folder.iterdir()}
+    except OSError:
+        return None
+
+
+def _undo_start(stage: Stage, before: set[str] | None) -> None:
+    """A stage that failed or was stopped before training wrote anything of its own (no log, no
+    checkpoint: a refusal while its data was read or its model built) leaves its folder as it
+    found it: the settings and mined data it wrote are removed (rank 0). Once training has
+    written, everything stays, beside the settings that make the folder a harness training's own."""
+    if rank() != 0:
+        return
+    now = _listing(stage.output)
+    if now is None:
+        return
+    added = now - (before or set())
+    if not added <= {RUN_FILE, MINED_FILE}:
+        return
+    for name in added:
+        with contextlib.suppress(OSError):
+            (stage.output / name).unlink()
+    if before is None:
+        _remove_if_empty(stage.output)
+
+
 def _remove_checkpoints(output: Path) -> None:
     """A finished stage's checkpoints deleted once its model and record are written, said on one line."""
     from harness.util.progress import note
@@ -165,8 +213,17 @@ def _common(settings: TrainSettings, variant, records: list[dict[str, Any]], mod
     record = settings_record(settings)
     record["pooling"] = pooling_of(model)
     return {"variant": settings.variant, "reference": variant.reference, "recipe": recipe_record(variant.recipe),
-            "settings": record, "initial_model": settings.model, "data": records,
-            "format": settings.format, "seed": settings.seed}
+            "settings": record, "initial_model": settings.model, "initial_model_digest": _initial_digest(settings.model),
+            "data": records, "format": settings.format, "seed": settings.seed}
+
+
+def _initial_digest(model: str) -> str | None:
+    """The content digest of a local initial model folder (what results show instead of its path:
+    the checkpoint may be evaluated where that folder is not); None for a hub id or a packaged
+    model's short name, which name their model themselves."""
+    from harness_builtins.common.trained_models import model_digest
+
+    return model_digest(model) if Path(model).expanduser().is_dir() else None
 
 
 def _pretraining_record(stage: str | None) -> dict[str, Any] | None:
