@@ -149,6 +149,26 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
             _fetch_release(releases[name], not no_progress)
 
 
+def _suite_files(catalog, name: str, with_corpus: bool) -> list:
+    """The question files of suite ``name`` (and its corpus's with ``with_corpus``); none for a
+    suite that is not a spec'd one (the demo suites ship with the harness)."""
+    from harness_builtins.datasets.loading import suite_needs
+
+    spec = catalog.suites.get(name)
+    if spec is None:
+        return []
+    questions, corpus = suite_needs(spec, catalog.corpora[spec.corpus] if with_corpus else None)
+    return questions + corpus
+
+
+def _release_files(release, remote_of) -> list:
+    from harness.data.needs import Needed
+
+    parts = release.parts
+    return [Needed(f"released embeddings {release.name}, part {i + 1}/{len(parts)}", remote_of(part))
+            for i, part in enumerate(parts)]
+
+
 @data.command("missing")
 @click.argument("names", nargs=-1)
 @click.option("--corpus", "with_corpus", is_flag=True, help="Also each suite's corpus (DPR's Wikipedia is 13 GB), as a run needs it.")
@@ -158,9 +178,10 @@ def fetch_command(suites: tuple[str, ...], with_corpus: bool, no_progress: bool)
               help="table: to read; tsv: one line per file, url<TAB>path<TAB>size<TAB>sha256<TAB>what ('-' where not published), no header.")
 def missing_command(names: tuple[str, ...], with_corpus: bool, retriever: str | None, options: tuple[str, ...],
                     output_format: str) -> None:
-    """List every file NAMES (suites, training sets, published runs, released embeddings) and
-    --retriever would download and the data folder does not have: what it is for, its size, where
-    to save it, its URL and sha256. Nothing is downloaded.
+    """List every file NAMES (suites, training sets, published runs with their suite's questions,
+    released embeddings) and --retriever (with -o embeddings=NAME: that release's parts) would
+    download and the data folder does not have: what it is for, its size, where to save it, its
+    URL and sha256. --corpus adds each suite's (and release's) corpus. Nothing is downloaded.
 
     On a machine with no network: run this there, fetch the list elsewhere (--format tsv), copy
     each file to its path, and run with HARNESS_OFFLINE=1.
@@ -172,7 +193,7 @@ def missing_command(names: tuple[str, ...], with_corpus: bool, retriever: str | 
     from harness.data.embeddings import remote_file as release_file
     from harness.data.needs import Needed, format_table, format_tsv, missing, retriever_needs, total_text
     from harness.runfiles.published import remote_file as run_file
-    from harness_builtins.datasets.loading import remote, suite_needs
+    from harness_builtins.datasets.loading import corpus_needed, remote, suite_needs
 
     if not names and retriever is None:
         raise click.UsageError("name a suite, training set, published run or released embeddings, or give --retriever")
@@ -191,12 +212,16 @@ def missing_command(names: tuple[str, ...], with_corpus: bool, retriever: str | 
         for name in names:
             if name in runs:
                 needed.append(Needed(f"published run {name}", run_file(runs[name])))
+                needed += _suite_files(catalog, runs[name].suite, with_corpus)  # scoring reads its suite
             elif name in releases:
-                parts = releases[name].parts
-                needed += [Needed(f"released embeddings {name}, part {i + 1}/{len(parts)}", release_file(part))
-                           for i, part in enumerate(parts)]
+                needed += _release_files(releases[name], release_file)
+                if with_corpus and releases[name].corpus in catalog.corpora:
+                    needed.append(corpus_needed(catalog.corpora[releases[name].corpus]))
     if found is not None:
         needed += retriever_needs(found.spec.name, found.options)
+        release = found.options.get("embeddings")  # a dense retriever searching released vectors
+        if isinstance(release, str) and release in releases:
+            needed += _release_files(releases[release], release_file)
     absent = missing(needed)
     if output_format == "tsv":
         click.echo(format_tsv(absent), nl=False)

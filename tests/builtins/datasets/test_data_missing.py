@@ -112,6 +112,24 @@ def test_a_fetched_file_leaves_the_listing(world, capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_a_published_run_brings_its_suites_files(world, capsys, tmp_path, monkeypatch):
+    server, mirror, data = world
+    specs = Path(str(tmp_path / "specs"))
+    (specs / "runs").mkdir()
+    (specs / "runs" / "eq3-run.toml").write_text(
+        f'name = "eq3-run"\ndescription = "d"\nsuite = "eq3"\nformat = "trec"\nurl = "{server.url}/run.trec"\n'
+        'path = "runs/eq3.trec"\nretriever = "r"\nlicense = "l"\ncitation = "c"\nversion = "v"\n'
+    )
+    from harness.plugins import loaded_plugins
+    from harness.registry import KINDS, Registry
+
+    monkeypatch.setattr(harness.registry, "_cache", {k: Registry.collect(loaded_plugins().manager, k) for k in KINDS})
+    assert main(["data", "missing", "eq3-run", "--format", "tsv"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [r[1] for r in rows] == [str(data / "runs" / "eq3.trec")] + [str(data / "eq3" / f"{p}.test.json") for p in PARTS]
+    assert rows[0][4] == "published run eq3-run"
+
+
 def test_the_retrievers_own_files_are_listed_without_loading_it(world, capsys, monkeypatch):
     from harness_builtins.dense import art_checkpoints
 
