@@ -153,11 +153,12 @@ def installed_entry_points() -> tuple[list[EntryPoint], list[tuple[EntryPoint, E
     """Every ``harness`` entry point of every installed distribution, in ``sys.path`` order, and
     the copies that are shadowed: a distribution installed twice (two versions in two folders on
     ``sys.path``) is one that Python imports from the first folder, so its entry points are those
-    of the first copy; each later copy's entry point is returned paired with the one it is
-    shadowed by (``importlib.metadata.entry_points`` drops such copies without a word)."""
+    of the first copy; each later copy of another version or other entry points is returned
+    paired with the entry point it is shadowed by (``importlib.metadata.entry_points`` drops
+    such copies without a word). Copies of one version with the same entry points are one."""
     from importlib.metadata import distributions
 
-    first: dict[str, tuple[str | None, list[EntryPoint]]] = {}
+    first: dict[str, tuple[tuple, list[EntryPoint]]] = {}
     used: list[EntryPoint] = []
     shadowed: list[tuple[EntryPoint, EntryPoint]] = []
     for dist in distributions():
@@ -165,12 +166,14 @@ def installed_entry_points() -> tuple[list[EntryPoint], list[tuple[EntryPoint, E
         if not eps:
             continue
         name = _normalized(dist.metadata["Name"] or "?")
-        where = _location(eps[0])
+        # one folder listed twice on sys.path, or the same release's metadata in two places (an
+        # editable install's egg-info in the checkout): the same plugins either way
+        same = (dist.version, sorted((ep.name, ep.value) for ep in eps))
         if name not in first:
-            first[name] = (where, eps)
+            first[name] = (same, eps)
             used.extend(eps)
             continue
-        if first[name][0] == where:  # one folder listed twice on sys.path
+        if first[name][0] == same:
             continue
         winners = {ep.name: ep for ep in first[name][1]}
         for ep in eps:

@@ -312,7 +312,7 @@ def test_plain_defaults_keep_working_unchanged(plugin_registry):
 def test_the_registry_checks_declared_values_before_load(plugin_registry):
     from harness import registry
 
-    assert registry.load("retrievers", "typed", {"depth": "20", "mode": "b"}).value == {"depth": 20, "mode": "b"}
+    assert registry.load("retrievers", "typed", {"depth": "20", "mode": "b"}).value == {"depth": 20, "mode": "b", "nested": False}
     assert registry.resolve("retrievers", "typed", {"depth": "30"}).options == {"depth": 30}
     calls = len(plugin_registry)
     with pytest.raises(OptionError, match=r"^retriever 'typed': option depth must be an integer from 1 to 1000, got 0$"):
@@ -326,7 +326,7 @@ def test_the_registry_checks_declared_values_before_load(plugin_registry):
     with pytest.raises(OptionError, match=r"^retriever 'needs' needs option model \(hub id or local directory\)$"):
         registry.load("retrievers", "needs", {"folder": "f", "depth": 3})
     assert len(plugin_registry) == calls
-    assert registry.load("retrievers", "needs", {"model": "m", "folder": "f"}).value == {"model": "m", "folder": "f"}
+    assert registry.load("retrievers", "needs", {"model": "m", "folder": "f"}).value == {"model": "m", "folder": "f", "depth": 10}
     calls = len(plugin_registry)
     # an option error raised inside a loader (a nested thing) is passed on as it is, not re-prefixed
     with pytest.raises(OptionError, match=r"^encoder 'inner': option inner must be an integer >= 1, got 0$"):
@@ -351,17 +351,22 @@ def one_line_error(capsys, argv: list[str], expected: str) -> None:
     [
         (["-r", "bm25", "-o", "b=1.5"], "retriever 'bm25': option b must be a number from 0 to 1, got 1.5"),
         (["-r", "bm25", "-o", "k1=true"], "retriever 'bm25': option k1 must be a number >= 0, got True"),
-        (["-r", "dpr-nq", "-o", "batch_size=0"], "retriever 'dpr-nq': option batch_size must be an integer >= 1 or null, got 0"),
+        (["-r", "dpr-nq", "-o", "batch_size=0"], "retriever 'dpr-nq': option batch_size must be an integer from 1 to 65536 or null, got 0"),
         (["-r", "minilm", "-o", "index=hnsw2"], "retriever 'minilm': option index must be one of flat, hnsw, ivfpq, got 'hnsw2'"),
         (["-r", "dense", "-o", "gpu=maybe"], "retriever 'dense': option gpu must be true, false or auto, got 'maybe'"),
         (["-r", "hybrid:bm25+minilm", "-o", "normalize=2"], "retriever 'hybrid:bm25+minilm': option normalize must be true or false, got 2"),
         (["-r", "rrf:bm25+minilm", "-o", "depth=0"], "retriever 'rrf:bm25+minilm': option depth must be an integer from 1 to 10000, got 0"),
         (["-r", "bm25", "--rerank", "cross-encoder", "-R", "max_length=0"],
-         "re-ranker 'cross-encoder': option max_length must be an integer >= 1, got 0"),
+         "re-ranker 'cross-encoder': option max_length must be an integer from 1 to 131072, got 0"),
         (["-r", "bm25", "--rerank", "late-interaction", "-R", "batch_size=true"],
-         "re-ranker 'late-interaction': option batch_size must be an integer >= 1 or null, got True"),
+         "re-ranker 'late-interaction': option batch_size must be an integer from 1 to 65536 or null, got True"),
+        (["-r", "minilm", "-o", "hnsw_ef_search=1000000000000000000000000000000"],
+         "retriever 'minilm': option hnsw_ef_search must be an integer from 1 to 1000000, got 1000000000000000000000000000000"),
+        (["-r", "minilm", "-o", "shard_size=99999999999999999999"],
+         "retriever 'minilm': option shard_size must be an integer from 1 to 10000000, got 99999999999999999999"),
     ],
-    ids=["bm25", "bm25-bool", "dense", "dense-index", "dense-gpu", "hybrid", "rrf", "cross-encoder", "late-interaction"],
+    ids=["bm25", "bm25-bool", "dense", "dense-index", "dense-gpu", "hybrid", "rrf", "cross-encoder", "late-interaction",
+         "ef-search-huge", "shard-size-huge"],
 )
 def test_a_bad_option_value_on_the_command_line_is_one_line_and_status_2(capsys, tmp_path, argv, expected):
     one_line_error(capsys, ["run", *argv, "-s", "demo", "--results-dir", str(tmp_path)], expected)

@@ -360,10 +360,11 @@ def loader_registry(monkeypatch):
 def test_load_resolves_checks_and_loads(loader_registry):
     from harness import registry as reg
 
-    loaded = reg.load("retrievers", "plain", {"size": 3})
-    assert loaded.value == {"size": 3} and loaded.plugin == "loader" and loaded.argument is None
+    loaded = reg.load("retrievers", "plain", {"size": 3})  # load gets every declared option, defaults filled in
+    assert loaded.value == {"size": 3, "depth": 2} and loaded.plugin == "loader" and loaded.argument is None
+    assert loaded.options == {"size": 3}  # what was given
     fused = reg.load("retrievers", "fuse:x+y")
-    assert fused.value == {"argument": "x+y"} and fused.spec.name == "fuse" and fused.name == "fuse:x+y"
+    assert fused.value == {"size": 1, "argument": "x+y"} and fused.spec.name == "fuse" and fused.name == "fuse:x+y"
     with pytest.raises(HarnessError, match=r"retriever 'plain' has no option 'sise'; did you mean 'size'\? \(options: depth, size\)"):
         reg.load("retrievers", "plain", {"sise": 3})
     with pytest.raises(HarnessError, match="retriever 'plain': size must be small"):
@@ -371,4 +372,4 @@ def test_load_resolves_checks_and_loads(loader_registry):
     with pytest.raises(UnknownNameError, match="did you mean 'plain'"):
         reg.load("retrievers", "plian")
     assert reg.resolve("retrievers", "plain", {"depth": 1}).options == {"depth": 1}
-    assert loader_registry == [{"size": 3}, {"argument": "x+y"}]  # resolve loaded nothing
+    assert loader_registry == [{"size": 3, "depth": 2}, {"size": 1, "argument": "x+y"}]  # resolve loaded nothing
