@@ -63,7 +63,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
+import msgspec
+
 from harness.api import MAX_K, PublishedRow, PublishedTable
+from harness.data.specs import Problems, SpecRecord, decode
 from harness.errors import InputFileError
 from harness.results.schema import Result
 
@@ -79,8 +84,68 @@ MAX_DIGITS = 6
 _EPSILON = 1e-9
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-_TABLE_KEYS = {"name", "title", "citation", "url", "note", "rows", "kind", "digits", "allowance", "version", "scope"}
-_ROW_KEYS = {"system", "suite", "values", "part", "retriever", "note", "options", "digits"}
+
+#: A parameter's value in ``options`` and ``scope``.
+Scalar = str | int | float | bool
+
+
+def _scalars(what: str) -> Any:
+    """The message about a table of parameters (``options``, ``scope``) that holds something other
+    than a string, number or boolean: it names the first such parameter."""
+    def message(value: Any) -> str:
+        if not isinstance(value, dict):
+            return f"'{what}' must be a table of parameter = value"
+        bad = next((k for k, v in value.items() if not isinstance(v, (str, int, float))), "?")
+        return f"{'option' if what == 'options' else 'scope parameter'} {bad!r} must be a string, number or boolean"
+
+    return message
+
+
+class _Allowance(SpecRecord, kw_only=True):
+    points: float
+    reason: str
+
+
+class _Row(SpecRecord, kw_only=True):
+    """One ``[[rows]]`` table of a published table file."""
+
+    MESSAGES = {
+        "values": "must be a non-empty table of cutoff = percent",
+        "options": _scalars("options"),
+        "digits": f"must be a whole number of decimals from 0 to {MAX_DIGITS}",
+    }
+
+    system: str = ""
+    suite: str = ""
+    values: dict[str, float] = msgspec.field(default_factory=dict)
+    part: str | None = None
+    retriever: str | None = None
+    note: str = ""
+    options: dict[str, Scalar] = msgspec.field(default_factory=dict)
+    digits: int | None = None
+
+
+class _Table(SpecRecord, kw_only=True):
+    """A published table file (the keys above)."""
+
+    MESSAGES = {
+        "allowance": "must be a table { points = NUMBER, reason = \"...\" }",
+        "scope": _scalars("scope"),
+        "digits": f"must be a whole number of decimals from 0 to {MAX_DIGITS}",
+        "rows": "must be a non-empty array of tables ([[rows]])",
+    }
+
+    name: str = ""
+    title: str = ""
+    citation: str = ""
+    url: str = ""
+    note: str = ""
+    rows: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    kind: str = "paper"
+    digits: int | None = None
+    allowance: _Allowance | None = None
+    version: str = ""
+    scope: dict[str, Scalar] = msgspec.field(default_factory=dict)
 
 
 def _decimals(value: float) -> int:
@@ -92,16 +157,14 @@ def _decimals(value: float) -> int:
     return len(digits)
 
 
-def _digits(value, fail, where: int | None = None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DIGITS:
-        fail(f"'digits' must be a whole number of decimals from 0 to {MAX_DIGITS}, got {value!r}", where)
-    return value
+def _digits_ok(value: int | None) -> bool:
+    return value is None or 0 <= value <= MAX_DIGITS
 
 
 def read_published_table(path: str | Path) -> PublishedTable:
-    """Read and validate one published table; any problem is one :class:`InputFileError`."""
+    """Read and validate one published table (decoded into typed records, :mod:`harness.data.specs`);
+    every problem of the file is in one :class:`InputFileError` naming it (a row's problems
+    start ``rows[N]: ``)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -111,102 +174,100 @@ def read_published_table(path: str | Path) -> PublishedTable:
         raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split())}") from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise InputFileError(path, "TOML nested too deeply") from None
-
-    def fail(problem: str, row: int | None = None):
-        where = f"rows[{row}]: " if row is not None else ""
-        raise InputFileError(path, where + problem)
-
-    def text(table: dict, key: str, row: int | None = None, *, required: bool = True) -> str:
-        value = table.get(key, None if required else "")
-        if not isinstance(value, str) or (required and not value.strip()):
-            fail(f"{key!r} must be a non-empty string" if required else f"{key!r} must be a string", row)
-        return value
-
-    extra = sorted(set(data) - _TABLE_KEYS)
-    if extra:
-        fail(f"unknown key {extra[0]!r}")
-    name = text(data, "name")
-    if not _NAME.fullmatch(name):
-        fail(f"'name' must be lowercase letters, digits and dashes, got {name!r}")
-    if name != path.stem:
-        fail(f"'name' is {name!r} but the file is named {path.name}")
-    kind = data.get("kind", "paper")
-    if kind not in KINDS:
-        fail(f"'kind' must be one of {', '.join(repr(k) for k in KINDS)}, got {kind!r}")
-    table_digits = _digits(data.get("digits"), fail)
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise InputFileError(path, f"invalid TOML: {' '.join(str(exc).split()).split(';')[0]}") from None
+    problems = Problems(path)
+    table = decode(data, _Table, problems)
+    if table is None:
+        problems.raise_any()
+    for key in ("name", "title", "citation"):
+        if getattr(table, key) is not None and not getattr(table, key).strip():
+            problems.add(f"{key!r} must be a non-empty string")
+    name = table.name
+    if name and not _NAME.fullmatch(name):
+        problems.add(f"'name' must be lowercase letters, digits and dashes, got {name!r}")
+    elif name and name != path.stem:
+        problems.add(f"'name' is {name!r} but the file is named {path.name}")
+    kind = table.kind
+    if kind is not None and kind not in KINDS:
+        problems.add(f"'kind' must be one of {', '.join(repr(k) for k in KINDS)}, got {kind!r}")
+    if not _digits_ok(table.digits):
+        problems.add(f"'digits' must be a whole number of decimals from 0 to {MAX_DIGITS}, got {table.digits!r}")
+    table_digits = table.digits if _digits_ok(table.digits) else None
     allowance, reason = 0.0, ""
-    if "allowance" in data:
-        spec = data["allowance"]
-        if kind != "paper":
-            fail(f"'allowance' applies to kind = \"paper\" tables only; a {kind} table is compared within {REPRODUCTION_TOLERANCE:g} points")
-        if not isinstance(spec, dict) or sorted(spec) != ["points", "reason"]:
-            fail("'allowance' must be a table { points = NUMBER, reason = \"...\" }")
-        points = spec["points"]
-        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or not 0 <= points <= 100:
-            fail(f"'allowance.points' must be a number of points from 0 to 100, got {points!r}")
-        if not isinstance(spec["reason"], str) or not spec["reason"].strip():
-            fail("'allowance.reason' must be a non-empty string")
-        allowance, reason = float(points), spec["reason"]
-    scope = data.get("scope", {})
-    if not isinstance(scope, dict):
-        fail("'scope' must be a table of parameter = value")
-    for key, value in scope.items():
-        if not isinstance(value, (str, int, float, bool)):
-            fail(f"scope parameter {key!r} must be a string, number or boolean")
-    rows_data = data.get("rows")
-    if not isinstance(rows_data, list) or not rows_data:
-        fail("'rows' must be a non-empty array of tables ([[rows]])")
+    if table.allowance is not None:
+        if kind in KINDS and kind != "paper":
+            problems.add(f"'allowance' applies to kind = \"paper\" tables only; a {kind} table is compared within "
+                         f"{REPRODUCTION_TOLERANCE:g} points")
+        points = table.allowance.points
+        if points is not None and (not math.isfinite(points) or not 0 <= points <= 100):
+            problems.add(f"'allowance.points' must be a number of points from 0 to 100, got {points!r}")
+        if table.allowance.reason is not None and not table.allowance.reason.strip():
+            problems.add("'allowance.reason' must be a non-empty string")
+        allowance, reason = float(points or 0.0), table.allowance.reason or ""
+    if table.rows is not None and not table.rows:
+        problems.add("'rows' must be a non-empty array of tables ([[rows]])")
     rows: list[PublishedRow] = []
     seen: set[tuple] = set()
-    for i, row in enumerate(rows_data):
-        if not isinstance(row, dict):
-            fail("each row must be a table", i)
-        extra = sorted(set(row) - _ROW_KEYS)
-        if extra:
-            fail(f"unknown key {extra[0]!r}", i)
-        row_digits = _digits(row.get("digits"), fail, i)
-        digits = row_digits if row_digits is not None else table_digits
-        values = row.get("values")
-        if not isinstance(values, dict) or not values:
-            fail("'values' must be a non-empty table of cutoff = percent", i)
-        parsed: dict[int, float] = {}
-        for k, v in values.items():
-            if not (k.isascii() and k.isdigit()) or not 1 <= int(k) <= MAX_K:
-                fail(f"cutoff {k!r} must be a whole number from 1 to {MAX_K}", i)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 100:
-                fail(f"top-{k} must be a percentage from 0 to 100, got {v!r}", i)
-            if digits is not None and _decimals(v) > digits:
-                fail(f"top-{k} = {v!r} has more decimals than 'digits' = {digits}", i)
-            parsed[int(k)] = float(v)
-        part = row.get("part")
-        if part is not None and (not isinstance(part, str) or not part.strip()):
-            fail("'part' must be a non-empty string", i)
-        retriever = row.get("retriever")
-        if retriever is not None and (not isinstance(retriever, str) or not retriever.strip()):
-            fail("'retriever' must be a non-empty string", i)
-        options = row.get("options", {})
-        if not isinstance(options, dict):
-            fail("'options' must be a table of retriever parameters", i)
-        for key, value in options.items():
-            if not isinstance(value, (str, int, float, bool)):
-                fail(f"option {key!r} must be a string, number or boolean", i)
-        if options and retriever is None:
-            fail("'options' needs a 'retriever' to apply to", i)
-        record = PublishedRow(
-            system=text(row, "system", i), suite=text(row, "suite", i), values=dict(sorted(parsed.items())),
-            part=part, retriever=retriever, note=text(row, "note", i, required=False),
-            options=dict(sorted(options.items())), digits=row_digits,
-        )
+    for i, raw in enumerate(table.rows or ()):
+        where = f"rows[{i}]: "
+        if not isinstance(raw, dict):
+            problems.add(f"{where}each row must be a table")
+            continue
+        row = decode(raw, _Row, problems, where=where)
+        record = _row(row, i, table_digits, problems)
+        if record is None:
+            continue
         key = (record.system, record.suite, record.part, tuple(record.options.items()))
         if key in seen:
-            fail(f"a second row of system {record.system!r} on {record.suite}" + (f" part {part}" if part else ""), i)
+            problems.add(f"{where}a second row of system {record.system!r} on {record.suite}"
+                         + (f" part {record.part}" if record.part else ""))
         seen.add(key)
         rows.append(record)
+    problems.raise_any()
     return PublishedTable(
-        name=name, title=text(data, "title"), citation=text(data, "citation"), rows=tuple(rows),
-        url=text(data, "url", required=False), note=text(data, "note", required=False),
+        name=name, title=table.title, citation=table.citation, rows=tuple(rows),
+        url=table.url, note=table.note,
         kind=kind, digits=table_digits, allowance=allowance, allowance_reason=reason,
-        version=text(data, "version", required=False), scope=tuple(sorted(scope.items())), source=str(path),
+        version=table.version, scope=tuple(sorted(table.scope.items())), source=str(path),
+    )
+
+
+def _row(row: _Row, i: int, table_digits: int | None, problems: Problems) -> PublishedRow | None:
+    """The :class:`PublishedRow` of decoded row ``row`` (number ``i``), its own checks added to
+    ``problems``; None when it has any."""
+    where = f"rows[{i}]: "
+    before = len(problems.items)
+    for key in ("system", "suite"):
+        if getattr(row, key) is not None and not getattr(row, key).strip():
+            problems.add(f"{where}{key!r} must be a non-empty string")
+    if not _digits_ok(row.digits):
+        problems.add(f"{where}'digits' must be a whole number of decimals from 0 to {MAX_DIGITS}, got {row.digits!r}")
+    row_digits = row.digits if _digits_ok(row.digits) else None
+    digits = row_digits if row_digits is not None else table_digits
+    if row.values is not None and not row.values:
+        problems.add(f"{where}'values' must be a non-empty table of cutoff = percent")
+    parsed: dict[int, float] = {}
+    for k, v in (row.values or {}).items():
+        if not (k.isascii() and k.isdigit()) or not 1 <= int(k) <= MAX_K:
+            problems.add(f"{where}cutoff {k!r} must be a whole number from 1 to {MAX_K}")
+            continue
+        if not math.isfinite(v) or not 0 <= v <= 100:
+            problems.add(f"{where}top-{k} must be a percentage from 0 to 100, got {v!r}")
+        elif digits is not None and _decimals(v) > digits:
+            problems.add(f"{where}top-{k} = {v!r} has more decimals than 'digits' = {digits}")
+        parsed[int(k)] = float(v)
+    if row.part is not None and not row.part.strip():
+        problems.add(f"{where}'part' must be a non-empty string")
+    if row.retriever is not None and not row.retriever.strip():
+        problems.add(f"{where}'retriever' must be a non-empty string")
+    if row.options and row.retriever is None:
+        problems.add(f"{where}'options' needs a 'retriever' to apply to")
+    if len(problems.items) > before or None in (row.system, row.suite, row.values, row.options):
+        return None
+    return PublishedRow(
+        system=row.system, suite=row.suite, values=dict(sorted(parsed.items())), part=row.part,
+        retriever=row.retriever, note=row.note or "", options=dict(sorted(row.options.items())), digits=row_digits,
     )
 
 

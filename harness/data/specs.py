@@ -54,9 +54,10 @@ class Problems:
 
 class SpecRecord(msgspec.Struct, kw_only=True):
     """Base of the spec records: ``MESSAGES`` gives, per key, what a value of the wrong type is
-    told (``'KEY' must be ...``) where the type's name alone would say too little."""
+    told (``'KEY' must be ...``) where the type's name alone would say too little, or a function
+    of the value giving the whole message."""
 
-    MESSAGES: ClassVar[Mapping[str, str]] = {}
+    MESSAGES: ClassVar[Mapping[str, Any]] = {}
 
 
 def _unwrap(kind: Any) -> Any:
@@ -99,47 +100,57 @@ def _element_name(kind: Any) -> str | None:
     return None
 
 
-def decode(data: Any, record: type[SpecRecord], problems: Problems, *, prefix: str = "") -> Any:
+def decode(data: Any, record: type[SpecRecord], problems: Problems, *, prefix: str = "", where: str = "") -> Any:
     """``data`` (a TOML table) as a ``record``, each problem added to ``problems``: a key the
     record does not have (``unknown key 'x'``), a required key missing (``missing key 'x'``), a
     value ``msgspec.convert`` refuses for the key's type (``'x' must be int, got str``). A table
     nested in the record (a suite's ``parts``) is decoded the same way, its keys named
     ``parts[0].'url'``. A key with a problem is None in the record, so that the reader's own
-    checks of the other keys still run (they skip None); None when ``data`` is not a table."""
+    checks of the other keys still run (they skip None); None when ``data`` is not a table.
+    ``where`` starts each message (``rows[0]: ``). A nested table whose key has a message in
+    ``MESSAGES`` is reported by that message alone."""
     if not isinstance(data, Mapping):
-        problems.add(f"'{prefix.rstrip('.')}' must be a table" if prefix else "the file must be a table")
+        problems.add(where + (f"'{prefix.rstrip('.')}' must be a table" if prefix else "the file must be a table"))
         return None
     fields = {f.encode_name: f for f in msgspec.structs.fields(record)}
     for key in data:
         if key not in fields:
-            problems.add(f"unknown key {prefix}{key!r}")
+            problems.add(f"{where}unknown key {prefix}{key!r}")
     values: dict[str, Any] = {}
     for key, field in fields.items():
         if key not in data:
             if field.required:
-                problems.add(f"missing key {prefix}{key!r}")
+                problems.add(f"{where}missing key {prefix}{key!r}")
                 values[field.name] = None
             continue
         value = data[key]
         nested = _struct(field.type)
         inner = _unwrap(field.type)
         listed = _struct(typing.get_args(inner)[0]) if typing.get_origin(inner) in (list, tuple) and typing.get_args(inner) else None
-        if nested is not None and isinstance(value, Mapping):
-            values[field.name] = decode(value, nested, problems, prefix=f"{prefix}{key}.")
+        if nested is not None and isinstance(value, Mapping) and key in record.MESSAGES:
+            inside = Problems(problems.source)
+            values[field.name] = decode(value, nested, inside, prefix=f"{prefix}{key}.")
+            if inside:
+                problems.add(f"{where}{_type_message(record, key, field.type, value, prefix)}")
+                values[field.name] = None
+        elif nested is not None and isinstance(value, Mapping):
+            values[field.name] = decode(value, nested, problems, prefix=f"{prefix}{key}.", where=where)
         elif listed is not None and isinstance(value, list):
-            values[field.name] = [decode(item, listed, problems, prefix=f"{prefix}{key}[{index}].")
+            values[field.name] = [decode(item, listed, problems, prefix=f"{prefix}{key}[{index}].", where=where)
                                   for index, item in enumerate(value)]
         else:
             try:
                 values[field.name] = msgspec.convert(value, field.type, strict=True)
             except msgspec.ValidationError:
-                problems.add(_type_message(record, key, field.type, value, prefix))
+                problems.add(where + _type_message(record, key, field.type, value, prefix))
                 values[field.name] = None
     return record(**values)
 
 
 def _type_message(record: type[SpecRecord], key: str, kind: Any, value: Any, prefix: str) -> str:
     told = record.MESSAGES.get(key)
+    if callable(told):
+        return told(value)
     if told is not None:
         return f"{prefix}{key!r} {told}"
     element = _element_name(kind)

@@ -41,10 +41,14 @@ one way to open a finished checkpoint (one-line errors naming the file), used by
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from harness.errors import HarnessError, InputFileError
 
@@ -60,19 +64,73 @@ LABELS_DIR = "labels"
 LABEL_MAP_FILE = "specialised.json"
 LABEL_MAP_SCHEMA = "harness-specialised/1"
 
-#: Keys every record has, and their types (what the readers need).
-REQUIRED: Mapping[str, type] = {"schema": str, "variant": str, "initial_model": str, "data": list, "format": str, "seed": int}
+class LabelEntry(msgspec.Struct):
+    """One label of a per-label run: its checkpoint's folder, inside this one."""
+
+    folder: str
+
+
+class LossEntry(msgspec.Struct):
+    """The recipe's loss: its registered name (and its options, not read here)."""
+
+    name: str
+
+
+class RecipeEntry(msgspec.Struct):
+    """The variant's parts and their options; readers need the loss's name."""
+
+    loss: LossEntry | None = None
+
+
+class TrainingRecord(msgspec.Struct, kw_only=True):
+    """The record of a finished checkpoint (schema ``harness-training/1``, above): what the readers
+    need, typed; the record's other keys are kept in :attr:`Checkpoint.record`."""
+
+    schema: str
+    variant: str
+    initial_model: str
+    data: list[dict[str, Any]]
+    format: str
+    seed: int
+    recipe: RecipeEntry | None = None
+    settings: dict[str, Any] | None = None
+    steps: int | None = None
+    labels: dict[str, LabelEntry] | None = None
+    distributed: dict[str, Any] | None = None
+    loss_state: str | None = None
+
+
+def _outer(kind: Any) -> type:
+    """The JSON kind of a field's type: ``str``, ``int``, ``list`` or ``dict``."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)] if typing.get_origin(kind) in (typing.Union, types.UnionType) else [kind]
+    kind = typing.get_origin(args[0]) or args[0]
+    return dict if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else kind
+
+
+_FIELDS = {f.encode_name: f for f in msgspec.structs.fields(TrainingRecord)}
 #: Keys ``harness train`` always writes; a reader accepts a record without them (hand-made ones).
-WRITTEN: Mapping[str, type] = {"recipe": dict, "settings": dict, "steps": int}
+_WRITTEN = ("recipe", "settings", "steps")
+#: Keys every record has, and their types (what the readers need).
+REQUIRED: Mapping[str, type] = {k: _outer(f.type) for k, f in _FIELDS.items() if f.required}
+WRITTEN: Mapping[str, type] = {k: _outer(_FIELDS[k].type) for k in _WRITTEN}
 #: Optional keys the readers use, and their types when present (``null`` counts as absent).
-OPTIONAL: Mapping[str, type] = {"labels": dict, "distributed": dict, "loss_state": str}
+OPTIONAL: Mapping[str, type] = {k: _outer(f.type) for k, f in _FIELDS.items() if not f.required and k not in _WRITTEN}
 
 
 def _a(kind: type) -> str:
     return f"a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}"
 
 
+def _converts(value: Any, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, type=kind, strict=True)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
 def _problems(record: Any, *, writing: bool = False) -> list[str]:
+    """Every problem of ``record`` (each key checked against :class:`TrainingRecord`'s type)."""
     if not isinstance(record, dict):
         return ["not a JSON object"]
     if record.get("schema") != SCHEMA:
@@ -82,24 +140,24 @@ def _problems(record: Any, *, writing: bool = False) -> list[str]:
         value = record.get(key)
         if value is None and key in WRITTEN and not writing:
             continue
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if not _converts(value, kind):
             out.append(f"'{key}' is missing or not {_a(kind)}")
         elif kind is str and not value.strip():
             out.append(f"'{key}' is empty")
     for key, kind in OPTIONAL.items():
         value = record.get(key)
-        if value is not None and not isinstance(value, kind):
+        if value is not None and not _converts(value, kind):
             out.append(f"'{key}' is not {_a(kind)}")
     data = record.get("data")
     if isinstance(data, list):
         out += [f"'data'[{i}] is not an object" for i, entry in enumerate(data) if not isinstance(entry, dict)][:1]
-    loss = record.get("recipe", {}).get("loss") if isinstance(record.get("recipe"), dict) else None
-    if loss is not None and not (isinstance(loss, dict) and isinstance(loss.get("name"), str)):
+    recipe = record.get("recipe")
+    if isinstance(recipe, dict) and not _converts(recipe, RecipeEntry):
         out.append("'recipe'.'loss' is not an object with a \"name\"")
     labels = record.get("labels")
     if isinstance(labels, dict):
         for label, entry in labels.items():
-            if not label or not isinstance(entry, dict) or not isinstance(entry.get("folder"), str) or not entry["folder"]:
+            if not label or not _converts(entry, LabelEntry) or not entry["folder"]:
                 out.append(f"'labels'.{label!r} is not an object {{\"folder\": ...}} naming a folder")
                 break
             if not writing and not _inside(entry["folder"]):
@@ -134,7 +192,7 @@ def write_checkpoint_record(directory: str | Path, record: Mapping[str, Any]) ->
     record = {"schema": SCHEMA, **record}
     problems = _problems(record, writing=True)
     if problems:
-        raise HarnessError(f"training record for {directory}: {problems[0]}")
+        raise HarnessError(f"training record for {directory}: {'; '.join(problems)}")
     directory = Path(directory)
     if isinstance(record.get("labels"), dict):
         folders = {label: entry["folder"] for label, entry in record["labels"].items()}
@@ -191,18 +249,27 @@ class Checkpoint:
         record = _read_record(record_path)
         problems = _problems(record)
         if problems:
-            raise InputFileError(record_path, problems[0])
+            raise InputFileError(record_path, "; ".join(problems))
         if model:
             _check_model(record_path, path / MODEL_DIR)
         return cls(path=path, record=record)
 
     @property
+    def typed(self) -> TrainingRecord:
+        """The record as typed attributes (:class:`TrainingRecord`)."""
+        typed = self.__dict__.get("_typed")
+        if typed is None:
+            typed = msgspec.convert(self.record, type=TrainingRecord, strict=True)
+            object.__setattr__(self, "_typed", typed)
+        return typed
+
+    @property
     def variant(self) -> str:
-        return self.record["variant"]
+        return self.typed.variant
 
     @property
     def format(self) -> str:
-        return self.record["format"]
+        return self.typed.format
 
     @property
     def model_dir(self) -> Path:
@@ -211,14 +278,14 @@ class Checkpoint:
     @property
     def loss_name(self) -> str | None:
         """The registered loss the checkpoint was trained with."""
-        loss = (self.record.get("recipe") or {}).get("loss")
-        return loss.get("name") if isinstance(loss, dict) else None
+        recipe = self.typed.recipe
+        return recipe.loss.name if recipe is not None and recipe.loss is not None else None
 
     @property
     def loss_state(self) -> Path | None:
         """The loss's saved parameters, when it had some (a file inside the checkpoint)."""
-        name = self.record.get("loss_state")
-        if not (isinstance(name, str) and name):
+        name = self.typed.loss_state
+        if not name:
             return None
         file = (self.path / name).resolve()
         if self.path.resolve() not in file.parents:
@@ -227,7 +294,7 @@ class Checkpoint:
 
     @property
     def per_label(self) -> bool:
-        return isinstance(self.record.get("labels"), dict)
+        return self.typed.labels is not None
 
     def label_folders(self) -> dict[str, Path]:
         """``label -> checkpoint folder`` of a per-label run (each inside this folder, and there)."""
@@ -235,27 +302,27 @@ class Checkpoint:
             raise HarnessError(f"{self.path} has one question encoder (variant {self.variant}), not one per label")
         root = self.path.resolve()
         out = {}
-        for label, entry in self.record["labels"].items():
-            folder = (root / entry["folder"]).resolve()
+        for label, entry in (self.typed.labels or {}).items():
+            folder = (root / entry.folder).resolve()
             if root not in folder.parents:
-                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry['folder']!r} "
+                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry.folder!r} "
                                      f"is outside {self.path}")
             if not folder.is_dir():
-                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry['folder']!r} "
+                raise InputFileError(self.path / RECORD_FILE, f"'labels'.{label!r}: its folder {entry.folder!r} "
                                      f"is missing from {self.path}")
             out[label] = folder
         return out
 
     def seen_labels(self) -> list[str]:
         """The categories of the training data (a suite's parts, a file's labels)."""
-        return sorted({label for d in self.record["data"] if isinstance(d, dict)
+        return sorted({label for d in self.typed.data
                        for label in d.get("labels") or () if isinstance(label, str)})
 
     @property
     def distributed(self) -> dict[str, Any] | None:
         """How the training was spread: processes, batch per device and global, accumulation."""
-        block = self.record.get("distributed")
-        return dict(block) if isinstance(block, dict) else None
+        block = self.typed.distributed
+        return dict(block) if block is not None else None
 
     def summary(self) -> dict[str, Any]:
         """What results record of the checkpoint's making (flat enough for the leaderboard; part of
@@ -263,11 +330,10 @@ class Checkpoint:
         spread over processes (:attr:`distributed`) goes to a result's ``compute`` block instead."""
         summary = {
             "variant": self.variant,
-            "initial_model": self.record["initial_model"],
-            "data": [f"{d.get('data', d.get('path'))} ({str(d.get('fingerprint', ''))[:19]})"
-                     for d in self.record["data"] if isinstance(d, dict)],
-            "seed": self.record["seed"],
-            "steps": self.record.get("steps"),
+            "initial_model": self.typed.initial_model,
+            "data": [f"{d.get('data', d.get('path'))} ({str(d.get('fingerprint', ''))[:19]})" for d in self.typed.data],
+            "seed": self.typed.seed,
+            "steps": self.typed.steps,
         }
         seen = self.seen_labels()
         if seen:
