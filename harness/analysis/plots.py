@@ -376,12 +376,17 @@ def render_bytes(plot: Plot, fmt: str) -> bytes:
 
 
 def write_plot(plot: Plot, base: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``base.png`` / ``base.svg`` atomically; returns the paths."""
+    """Write ``base.png`` / ``base.svg`` atomically (each drawn before the first is written); returns
+    the paths. A file that cannot be written is one line naming it."""
     from harness.util.atomic import write_bytes_atomic
 
+    drawn = [(base.with_name(f"{base.name}.{fmt}"), render_bytes(plot, fmt)) for fmt in formats]
     written = []
-    for fmt in formats:
-        written.append(write_bytes_atomic(base.with_name(f"{base.name}.{fmt}"), render_bytes(plot, fmt)))
+    for path, content in drawn:
+        try:
+            written.append(write_bytes_atomic(path, content))
+        except OSError as exc:
+            raise HarnessError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     return written
 
 

@@ -105,3 +105,14 @@ def test_two_reranked_depths_are_named_by_their_full_labels(reranked_results):
         load_systems(["bm25 » upr"], suite="demo", results_dir=reranked_results)
     (system,) = load_systems(["bm25 » upr(demo-t5, top-10)"], suite="demo", results_dir=reranked_results)
     assert system.result.reranker["depth"] == 10
+
+
+def test_harness_plot_where_a_file_stands_for_the_folder_is_one_line(tmp_path, capsys):
+    from harness.cli.main import main
+
+    (tmp_path / "afile").write_text("x")
+    code = main(["plot", "topk", "--suite", "demo", "--results-dir", str(COMMITTED), "--output", str(tmp_path / "afile" / "x")])
+    err = capsys.readouterr().err
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert f"{tmp_path / 'afile' / 'x' / 'demo-topk'}." in line and "cannot write the plot" in line
