@@ -18,10 +18,17 @@ from harness.errors import InputFileError
 from harness.runfiles.readers import Entry, RunHit, align, bare_id, open_text, parse_score, short
 
 
+#: The longest line read, in characters (a run line is six short columns).
+MAX_LINE = 1 << 16
+
+
 def _parse(lines: Iterable[str], path: str | Path) -> list[Entry]:
     entries: dict[str, Entry] = {}
     seen: dict[tuple[str, str], int] = {}
     for line_no, line in enumerate(lines, start=1):
+        if len(line) > MAX_LINE:  # before splitting it into millions of fields
+            raise InputFileError(path, f"line longer than {MAX_LINE:,} characters (a TREC run line is qid Q0 docid rank score tag): "
+                                 "is this the right file?", line=line_no)
         fields = line.split()
         if not fields:
             continue

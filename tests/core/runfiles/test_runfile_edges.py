@@ -381,3 +381,11 @@ def test_a_wrong_format_names_the_detected_one(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     (result,) = (tmp_path / "r").glob("*.json")
     assert json.loads(result.read_text())["retriever"]["name"] == "tfidf.ranx"
+
+
+def test_a_trec_file_without_line_breaks_is_refused_before_it_is_split(tmp_path):
+    path = tmp_path / "one-line.trec"
+    path.write_text("q0 Q0 1 1 1.0 t " * 2_000_000)  # 32 MB, no line break
+    peak, message = _peak(lambda: read_run(path, suite(), format="trec"))
+    assert message.startswith(f"{path}:1: line longer than 65,536 characters"), message
+    assert peak < 3 * path.stat().st_size  # the text read whole, never its 12 million fields
