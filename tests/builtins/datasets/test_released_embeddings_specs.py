@@ -98,7 +98,7 @@ BAD_TOP = [
     ({"reproduces": 1}, "'reproduces' must be str"),
     ({"colour": "red"}, "unknown key 'colour'"),
     ({"dtype": "float16"}, "'dtype' must be float32 for format 'faiss-flat'"),
-    ({"license": None}, "missing key 'license'"),
+    ({"description": None}, "missing key 'description'"),  # license and citation are optional
 ]
 
 
