@@ -87,7 +87,10 @@ def _flat(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-#: Settings a trained checkpoint's label already shows (:func:`~harness.results.labels.describe`).
+#: A setting a configuration does not have.
+_MISSING = object()
+#: Settings a trained checkpoint's label already shows (:func:`~harness.results.labels.describe`): not
+#: repeated first in its parameter cell.
 _LABELLED = ("variant", "model", "training.variant")
 
 
@@ -98,7 +101,8 @@ def distinguishing(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     settings with the most different values come first; a nested one is named by its last key
     where no other setting has that name."""
     flats = [_flat(_merge_sides(p)) for p in rows]
-    keys = [k for k in dict.fromkeys(k for flat in flats for k in flat) if k not in _LABELLED]
+    trained = all(isinstance(p.get("training"), Mapping) for p in rows)
+    keys = [k for k in dict.fromkeys(k for flat in flats for k in flat) if not (trained and k in _LABELLED)]
     out: dict[str, list[str]] = {}
     for key in keys:
         raw = [flat.get(key, _MISSING) for flat in flats]
@@ -117,9 +121,6 @@ def distinguishing(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
         (names[key] if list(names.values()).count(names[key]) == 1 and (names[key] == key or names[key] not in every) else key): out[key]
         for key in order
     }
-
-
-_MISSING = object()
 
 
 def summarize_parameters(parameters: Mapping[str, Any], width: int = SUMMARY_WIDTH, first: Mapping[str, str] | None = None) -> str:

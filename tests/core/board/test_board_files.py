@@ -181,3 +181,14 @@ def test_a_board_written_before_is_left_as_it_was_when_it_cannot_be_written(tmp_
     capsys.readouterr()
     assert main(["leaderboard", "--results-dir", str(tmp_path / "results"), "--output", str(out / "README.md")]) == 2
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_configurations_of_one_retriever_start_with_the_setting_they_differ_in(tmp_path):
+    results = tmp_path / "results"
+    for model, ranks in (("small-bert", RANKS_A), ("tiny-bert", RANKS_B)):
+        write_result(make_result(retriever="dense", params={"format": "title_text", "max_length": 128, "model": model},
+                                 ranks=ranks), results)
+    (section,) = sections(read_results(results))
+    assert sorted(row.parameters for row in section.rows) == [
+        "model=small-bert, format=title_text, max_length=128", "model=tiny-bert, format=title_text, max_length=128",
+    ]
