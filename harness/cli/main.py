@@ -119,6 +119,9 @@ def build_cli() -> click.Group:
     from harness.cli.compare import compare_command
     from harness.cli.leaderboard import leaderboard
     from harness.cli.plot import plot
+    from harness.cli.results import results_group
+    from harness.cli.submit import submit_command
+    from harness.cli.validate import validate_command
     from harness.cli.reproduce import reproduce
     from harness.cli.listing import list_command, plugins_command
     from harness.cli.run import run
@@ -126,7 +129,8 @@ def build_cli() -> click.Group:
     from harness.plugins import loaded_plugins
 
     cli = _group()
-    for command in (run, score, leaderboard, compare_command, reproduce, plot, list_command, plugins_command):
+    for command in (run, score, leaderboard, compare_command, reproduce, plot, list_command, plugins_command,
+                    validate_command, submit_command, results_group):
         cli.add_command(command)
     owners = {name: "harness" for name in cli.commands}
 
