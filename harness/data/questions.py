@@ -31,8 +31,13 @@ FORMATS = ("dpr-tsv", "jsonl", "json-list", "squad-json")
 
 
 def _answers(value: Any, path: Path, line: int | None) -> tuple[str, ...]:
-    if not isinstance(value, (list, tuple)) or not all(isinstance(a, str) for a in value):
+    if not isinstance(value, (list, tuple)):
         raise InputFileError(path, f"answers must be a list of strings, got {type(value).__name__}", line=line)
+    for i, answer in enumerate(value):
+        if not isinstance(answer, str):
+            shown = repr(answer) if len(repr(answer)) <= 40 else repr(answer)[:39] + "…"
+            raise InputFileError(path, f"answers must be a list of strings; answer {i + 1} is {type(answer).__name__} {shown}",
+                                 line=line)
     if not value:
         raise InputFileError(path, "question has no answers", line=line)
     return tuple(value)

@@ -120,6 +120,12 @@ def _passage(value: Any, path: Path, line: int | None, where: str) -> Passage:
     return Passage(id=derived_passage_id(title, text), title=title, text=text)
 
 
+def _shown(value: Any) -> str:
+    """A value as an error shows it: its JSON text, cut to 40 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _example(value: Any, path: Path, line: int | None) -> TrainingExample:
     if not isinstance(value, dict):
         raise InputFileError(path, f'each example must be an object with "question" and "answers", got {type(value).__name__}', line=line)
@@ -127,8 +133,12 @@ def _example(value: Any, path: Path, line: int | None) -> TrainingExample:
     if not isinstance(question, str) or not question.strip():
         raise InputFileError(path, '"question" must be a non-empty string', line=line)
     answers = value.get("answers", [])
-    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-        raise InputFileError(path, '"answers" must be a list of strings', line=line)
+    if not isinstance(answers, list):
+        raise InputFileError(path, f'"answers" must be a list of strings, got {type(answers).__name__}', line=line)
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, str):
+            raise InputFileError(path, f'"answers" must be a list of strings; "answers"[{i}] is {type(answer).__name__} '
+                                 f'{_shown(answer)}', line=line)
     lists: dict[str, tuple[Passage, ...]] = {}
     for key, field in _CTX_FIELDS:
         raw = value.get(key)

@@ -125,6 +125,8 @@ def test_examples_without_positives_are_skipped_and_counted(tmp_path):
         ('{"question": "  ", "answers": ["a"]}', '"question" must be a non-empty string'),
         ('{"question": "q", "answers": "a"}', '"answers" must be a list of strings'),
         ('{"question": "q", "answers": [1]}', '"answers" must be a list of strings'),
+        ('{"question": "q", "answers": ["a", 3.5]}', '"answers" must be a list of strings; "answers"\\[1\\] is float 3.5'),
+        ('{"question": "q", "answers": ["a", null]}', '"answers" must be a list of strings; "answers"\\[1\\] is NoneType null'),
         ('{"question": "q", "answers": ["a"], "positive_ctxs": {"text": "t"}}', '"positive_ctxs" must be a list of passages, got dict'),
         ('{"question": "q", "answers": ["a"], "positive_ctxs": [{"title": "t"}]}', 'positive_ctxs\\[0\\]: a passage needs "text"'),
         ('{"question": "q", "answers": ["a"], "positive_ctxs": [{"text": "t"}, 3]}', "positive_ctxs\\[1\\]: each passage must be an object"),

@@ -52,6 +52,8 @@ def test_entityquestions_test_split_has_22075_questions(shared_data):
     [
         ("dpr-tsv", "who?\t['a']\nwhat?\n", ":2: expected 2 tab-separated columns (question, answer list), got 1"),
         ("dpr-tsv", "who?\t['a']\nwhat?\t'a'\n", ":2: answers must be a list of strings, got str"),
+        ("dpr-tsv", "who?\t['a']\nwhat?\t['b', 3]\n", ":2: answers must be a list of strings; answer 2 is int 3"),
+        ("jsonl", '{"question": "q", "answer": ["a", ["b"]]}\n', ":1: answers must be a list of strings; answer 2 is list ['b']"),
         ("dpr-tsv", "who?\t['a'\n", ":1: answers must be a Python list literal"),
         ("dpr-tsv", "who?\t[]\n", ":1: question has no answers"),
         ("dpr-tsv", "who?\t__import__('os')\n", ":1: answers must be a Python list literal"),
