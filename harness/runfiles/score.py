@@ -86,6 +86,8 @@ def score_file(
         spec = run_format(known[format])
     if compression is None:
         compression = detect_compression(run_file)
+    if member is not None and compression != "tar.gz":
+        raise HarnessError(f"--member {member}: {run_file} is not a .tar.gz archive; a member is read from one")
     check_metrics(metrics)
     if rerank is None and (rerank_options or rerank_depth is not None):
         raise HarnessError("re-ranker options or depth were given without a re-ranker (--rerank NAME)")

@@ -9,6 +9,7 @@ error. Questions are named by qid (suite ids, or positions for single-part suite
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -40,7 +41,10 @@ def _parse(lines: Iterable[str], path: str | Path) -> list[Entry]:
         try:
             rank = int(rank_text)
         except ValueError:
-            raise InputFileError(path, f"rank must be an integer, got {short(rank_text)}", line=line_no) from None
+            problem = f"rank must be an integer, got {short(rank_text)}"
+            if rank_text.lstrip("+-").isdigit():  # refused by int() for its length
+                problem = f"rank has more than {sys.get_int_max_str_digits():,} digits"
+            raise InputFileError(path, problem, line=line_no) from None
         score = parse_score(score_text, path, "", line_no)
         pid = bare_id(docid, path, "", line_no)
         if (qid, pid) in seen:

@@ -389,3 +389,15 @@ def test_a_trec_file_without_line_breaks_is_refused_before_it_is_split(tmp_path)
     peak, message = _peak(lambda: read_run(path, suite(), format="trec"))
     assert message.startswith(f"{path}:1: line longer than 65,536 characters"), message
     assert peak < 3 * path.stat().st_size  # the text read whole, never its 12 million fields
+
+
+def test_a_trec_rank_of_over_4300_digits_and_a_member_of_a_plain_file(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q0 Q0 1 1 1.0 t\nq0 Q0 2 1%s 0.5 t\n" % ("0" * 4400))
+    with pytest.raises(InputFileError) as exc:
+        read_run(path, suite(), format="trec")
+    assert "rank has more than 4,300 digits" in _one_line(exc, path, 2)
+    from harness.runfiles.score import score_file
+
+    with pytest.raises(HarnessError, match=r"--member x.json: .*run.trec is not a .tar.gz archive"):
+        score_file("demo", path, member="x.json")
