@@ -110,7 +110,7 @@ def ceiling_of(result: Result, ks: Sequence[int] | None = None, label: str | Non
 
     ceiling = stats.macro_mean(per_part(before, depth))
     at = []
-    for k in ks or result.data["k"]:
+    for k in ks or result.ks:
         a_hits, b_hits = per_part(after, k), per_part(before, k)
         test = stats.mcnemar_exact(np.concatenate(a_hits), np.concatenate(b_hits))
         won = tuple(q for q, a, b in zip(questions, after, before) if _hit(a, k) and not _hit(b, k))

@@ -290,7 +290,7 @@ def check_comparable(systems: Sequence[System]) -> None:
                 f"{where} were run on different question sets (fingerprints {o_suite['questions_fingerprint']} vs "
                 f"{f_suite['questions_fingerprint']}); their questions cannot be paired"
             )
-        if other.result.data["matcher"] != first.result.data["matcher"]:
+        if other.result.record.matcher != first.result.record.matcher:
             raise HarnessError(f"{where} were scored by different matchers")
         a_ranks, b_ranks = other.result.ranks, first.result.ranks
         if list(a_ranks) != list(b_ranks) or any(list(a_ranks[p]) != list(b_ranks[p]) for p in a_ranks):
@@ -340,7 +340,7 @@ def compare(
     docstring."""
     check_comparable(systems)
     depth = min(s.result.depth for s in systems)
-    ks = sorted(set(ks or [k for k in systems[0].result.data["k"]]))
+    ks = sorted(set(ks or systems[0].result.ks))
     too_deep = [k for k in ks if k > depth]
     if too_deep:
         raise HarnessError(f"cutoff {too_deep[0]} is deeper than the shallowest result's depth ({depth})")

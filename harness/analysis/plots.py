@@ -103,7 +103,7 @@ def _series_labels(results: Sequence[Result]) -> list[str]:
 
 
 def _synthetic(results: Sequence[Result]) -> list[str]:
-    return sorted({r.suite for r in results if r.data["suite"].get("synthetic")})
+    return sorted({r.suite for r in results if r.record.suite.synthetic})
 
 
 def _title(suite: str, synthetic: bool, what: str) -> str:
@@ -114,7 +114,7 @@ def _one_suite(results: Sequence[Result]) -> str:
     suites = sorted({r.suite for r in results})
     if len(suites) != 1:
         raise HarnessError(f"this plot shows one suite; the results are of {', '.join(suites)}")
-    sets = {r.data["suite"]["questions_fingerprint"] for r in results}
+    sets = {r.questions_fingerprint for r in results}
     if len(sets) > 1:
         raise HarnessError(f"the results of {suites[0]} were made on {len(sets)} different question sets")
     return suites[0]
@@ -141,7 +141,7 @@ def parts_plot(results: Sequence[Result], k: int, kind: str = "parts") -> Plot:
     shallow = [r for r in results if r.depth < k]
     if shallow:
         raise HarnessError(f"top-{k} is deeper than {shallow[0].retriever}'s depth ({shallow[0].depth})")
-    parts = [p["name"] for p in results[0].data["suite"]["parts"]]
+    parts = results[0].part_names
     if kind == "buckets":
         _require_buckets(suite, results[0].data["suite"], parts)
     series = {label: [_round(r.accuracy(k)[0][p]) for p in parts] for label, r in zip(_series_labels(results), results)}
@@ -405,14 +405,14 @@ def standard_plots(results: Sequence[Result]) -> dict[str, Plot]:
         by_suite.setdefault(r.suite, []).append(r)
     plots: dict[str, Plot] = {}
     for suite, group in sorted(by_suite.items()):
-        if len({r.data["suite"]["questions_fingerprint"] for r in group}) > 1:
+        if len({r.questions_fingerprint for r in group}) > 1:
             continue
         group = sorted(group, key=lambda r: (r.retriever, config_digest(r.retriever, r.parameters)))
         stem = file_stem(suite)
         plots[f"{stem}-topk"] = topk_plot(group)
-        if len(group[0].data["suite"]["parts"]) > 1:
+        if len(group[0].part_names) > 1:
             depth = min(r.depth for r in group)
-            ks = sorted({k for r in group for k in r.data["k"] if k <= depth})
+            ks = sorted({k for r in group for k in r.ks if k <= depth})
             k = 20 if 20 in ks else (ks[-1] if ks else depth)
             best = sorted(group, key=lambda r: -r.accuracy(k)[1])[:PARTS_SHOWN]
             plots[f"{stem}-parts"] = parts_plot([r for r in group if r in best], k)

@@ -273,7 +273,7 @@ def _section_view(section: Section, output_dir: Path) -> dict[str, Any]:
     published = [(_PUBLISHED, "published rows")] if section.published else []
     data = {"rows": [_row_data(row) for row in section.rows] + [_published_data(e) for e in section.published]}
     superseded = [
-        (new.path.name if new.path else new.label, new.data["created"], old.path.name if old.path else old.label, old.data["created"])
+        (new.path.name if new.path else new.label, new.created, old.path.name if old.path else old.label, old.created)
         for old, new in sorted(section.superseded, key=lambda pair: (str(pair[1].path or ""), str(pair[0].path or "")))
     ]
     return {

@@ -95,8 +95,8 @@ def _superseded(superseded: Sequence[tuple[Result, Result]]) -> list[tuple[str, 
     for old, new in superseded:
         older.setdefault(id(new), (new, []))[1].append(old)
     return [
-        (new.path.name if new.path is not None else new.label, new.data["created"], len(olds),
-         [r.data["created"] for r in sorted(olds, key=lambda r: (str(r.data["created"]), str(r.path or "")))])
+        (new.path.name if new.path is not None else new.label, new.created, len(olds),
+         [r.created for r in sorted(olds, key=lambda r: (r.created, str(r.path or "")))])
         for new, olds in sorted(older.values(), key=lambda item: str(item[0].path or item[0].label))
     ]
 
@@ -222,13 +222,13 @@ def _table(rows: list[list[str]], headers: list[str]) -> Markdown:
 def _metrics_table(rows: list[Row], ks: Sequence[int]) -> Markdown | None:
     """Metrics besides accuracy (as recorded in the result files), macro-averaged over parts
     (over seeds, their mean)."""
-    metrics = sorted({m for row in rows for r in row.results for m in r.data["metrics"] if m != "accuracy"})
+    metrics = sorted({m for row in rows for r in row.results for m in r.record.metrics if m != "accuracy"})
     if not metrics:
         return None
     columns = [(m, k) for m in metrics for k in ks]
 
     def value(row: Row, m: str, k: int) -> str:
-        found = [r.data["metrics"][m]["macro"].get(str(k)) for r in row.results if m in r.data["metrics"]]
+        found = [r.record.metrics[m].macro.get(str(k)) for r in row.results if m in r.record.metrics]
         if len(found) != row.seeds or any(v is None for v in found):
             return "–"
         return _fmt(sum(found) / len(found))

@@ -20,14 +20,14 @@ from harness.results.schema import Result
 
 def question_set(result: Result) -> str:
     """The fingerprint of the questions ``result`` was made on."""
-    return str(result.data["suite"]["questions_fingerprint"])
+    return result.questions_fingerprint
 
 
 def created_at(result: Result) -> datetime | None:
     """When ``result`` was recorded (its ``created``, ISO 8601; without an offset: UTC), or None
     when that is not a readable time."""
     try:
-        moment = datetime.fromisoformat(str(result.data["created"]))
+        moment = datetime.fromisoformat(result.created)
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
@@ -69,7 +69,7 @@ def newest(results: Sequence[Result]) -> tuple[list[Result], list[tuple[Result, 
     """The newest result of each suite, question set and configuration (:func:`pick_newest`),
     and each result left out with the one that supersedes it."""
     groups: dict[tuple[str, str, str], list[Result]] = {}
-    for r in sorted(results, key=lambda r: (r.data["created"], str(r.path or ""))):
+    for r in sorted(results, key=lambda r: (r.created, str(r.path or ""))):
         groups.setdefault((r.suite, question_set(r), r.config_key()), []).append(r)
     chosen: list[Result] = []
     superseded: list[tuple[Result, Result]] = []
