@@ -225,12 +225,14 @@ def fetch(
     progress: bool = True,
     attempts: int = ATTEMPTS,
     timeout: float = TIMEOUT_S,
+    warn_unpinned: bool = True,
 ) -> FetchResult:
     """Make ``remote`` available under the data folder, downloading it if needed (see the module
     docstring for the guarantees), and return where it is and its sha256.
 
     ``offline`` defaults to ``$HARNESS_OFFLINE``; ``attempts`` bounds failed tries in a row;
-    ``timeout`` is the socket timeout in seconds."""
+    ``timeout`` is the socket timeout in seconds; ``warn_unpinned=False``: no warning for a
+    download without a pinned sha256 (the caller checks another published checksum next)."""
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
     final = locate(remote, data_dir)
@@ -279,7 +281,7 @@ def fetch(
         finally:
             partial.discard_if_empty()
     _remember(final, digest, trusted=True)  # a fresh download: its digest is the one to keep
-    if remote.sha256 is None:
+    if remote.sha256 is None and warn_unpinned:
         warn(f"no checksum is pinned for {remote.url}; its sha256 is {digest} (record it to pin the file)")
     return FetchResult(path=final, sha256=digest, downloaded=True, verified=remote.sha256 is not None)
 

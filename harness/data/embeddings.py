@@ -323,7 +323,7 @@ def fetch_embeddings(spec: ReleasedEmbeddings, *, progress: bool = True, on_part
     for index, part in enumerate(spec.parts):
         target = part_path(part)
         try:
-            result = fetch(remote_file(part), progress=progress)
+            result = fetch(remote_file(part), progress=progress, warn_unpinned=part.md5 is None)  # md5: checked next
             check_md5(part, result.path, result.sha256, downloaded=result.downloaded, progress=progress)
         except DownloadError as exc:
             raise type(exc)(f"released embeddings {spec.name!r}, part {index + 1}/{count} ({target}): {exc}") from None
