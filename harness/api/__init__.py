@@ -15,6 +15,8 @@
   :class:`Miner`, :class:`Augmentation`), :class:`VariantSpec` with its :class:`Recipe`, and
   :class:`TrainingDataSpec` (named training sets)
 - :mod:`harness.api.rerankers`   :class:`Candidate`, the :class:`Reranker` protocol, :class:`RerankerSpec`
+- :mod:`harness.api.models`    :class:`ModelMeta` (a configuration's model metadata: size, license,
+  reference, the training sets it saw), :class:`Work`, and :func:`domain` (in-domain or zero-shot)
 - :mod:`harness.api.options`     :class:`Option` (a spec option's default, type and bounds), the
   :class:`Options` every spec keeps, :func:`check_options` and the helpers for common kinds
   (:func:`positive_int`, :func:`probability`, :func:`choice`, ...)
@@ -28,6 +30,7 @@ from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerpri
 from harness.api.embeddings import EMBEDDING_FORMATS, EmbeddingsPart, ReleasedEmbeddings
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
+from harness.api.models import DOMAINS, Domain, MetaDeclaration, ModelMeta, Work, combine, domain, meta_of
 from harness.api.options import (
     Option,
     OptionError,
@@ -82,6 +85,14 @@ from harness.api.training import (
 
 __all__ = [
     "DEFAULT_K",
+    "DOMAINS",
+    "Domain",
+    "MetaDeclaration",
+    "ModelMeta",
+    "Work",
+    "combine",
+    "domain",
+    "meta_of",
     "Augmentation",
     "AugmentationSpec",
     "InLoopLoss",

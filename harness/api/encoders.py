@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from harness.api.models import MetaDeclaration
 from harness.api.options import Options
 
 if TYPE_CHECKING:  # pragma: no cover - numpy is imported by encoders, not by registering them
@@ -55,13 +56,16 @@ class EncoderSpec:
     ``options`` documents the keyword options ``load`` accepts, with their defaults or
     :class:`~harness.api.Option` declarations (model locations, pooling, batch size, device...). The dense engine registers a retriever called
     ``name`` whose options are these plus the engine's own (index kind and parameters, shard size);
-    ``harness run --retriever NAME -o key=value`` sets either.
+    ``harness run --retriever NAME -o key=value`` sets either. ``meta``: the model's metadata
+    (:class:`~harness.api.ModelMeta`, or a function of the options returning one), which the
+    retriever the dense engine makes of it declares.
     """
 
     name: str
     description: str
     load: Callable[..., Encoder]
     options: Mapping[str, Any] = field(default_factory=dict)
+    meta: MetaDeclaration = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", Options(self.options))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from harness.api.corpus import Passage
+from harness.api.models import MetaDeclaration
 from harness.api.options import Options
 from harness.api.retrievers import Hit, Ranking, RunContext
 
@@ -59,7 +60,7 @@ class RerankerSpec:
     :class:`~harness.api.Option` declarations (checked before ``load``); users set them
     with ``harness run --rerank NAME -R key=value`` (``-o`` stays the first stage's). ``depth`` is
     how many first-stage hits it re-ranks unless ``--rerank-depth`` says otherwise (``None``:
-    :data:`DEFAULT_RERANK_DEPTH`).
+    :data:`DEFAULT_RERANK_DEPTH`). ``meta``: the model's metadata, as :class:`~harness.api.RetrieverSpec`'s.
     """
 
     name: str
@@ -67,6 +68,7 @@ class RerankerSpec:
     load: Callable[..., Reranker]
     options: Mapping[str, Any] = field(default_factory=dict)
     depth: int | None = None
+    meta: MetaDeclaration = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", Options(self.options))

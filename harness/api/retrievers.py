@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from harness.api.corpus import Corpus
+from harness.api.models import MetaDeclaration
 from harness.api.options import Options
 
 
@@ -105,6 +106,10 @@ class RetrieverSpec:
     A spec with an ``argument`` is used as ``NAME:ARGUMENT`` (e.g. ``hybrid:bm25+dpr-multi``); its
     ``load`` then receives the text after the colon as ``argument=`` besides the options, and
     ``argument`` says what that text is.
+
+    ``meta``: the configuration's model metadata (:class:`~harness.api.ModelMeta`: size, license,
+    reference, the training sets it saw), or a function of its options (a result's recorded
+    parameters) returning one; None when the plugin declares none (everything unknown).
     """
 
     name: str
@@ -112,6 +117,7 @@ class RetrieverSpec:
     load: Callable[..., Retriever]
     options: Mapping[str, Any] = field(default_factory=dict)
     argument: str | None = None
+    meta: MetaDeclaration = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", Options(self.options))

@@ -181,10 +181,16 @@ def _texts(values: object, what: str, count: int) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class SuiteSpec:
-    """A suite a plugin offers. ``load()`` returns a :class:`Suite` (this may read or generate data)."""
+    """A suite a plugin offers. ``load()`` returns a :class:`Suite` (this may read or generate data).
+
+    ``train``: the names of the training sets that are this suite's own training split (a
+    training set or suite name: ``biencoder-nq-train`` for ``nq``): a model trained on one of them
+    is evaluated in-domain here, one trained on none zero-shot (:func:`harness.api.models.domain`);
+    None when unknown, ``()`` when the suite has no training split."""
 
     name: str
     description: str
     load: Callable[[], Suite]
     match: MatchMode = "string"
     synthetic: bool = False
+    train: tuple[str, ...] | None = None

@@ -103,6 +103,8 @@ class SuiteDatasetSpec:
     citation: str = ""
     homepage: str = ""
     source: Path
+    #: The suite's own training split(s), by training set or suite name (None: not stated).
+    train: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +172,7 @@ class _SuiteRecord(_Described, kw_only=True):
     default_k: list[int] = msgspec.field(default_factory=lambda: [1, 5, 20, 100])
     corpus: str
     parts: list[_PartRecord]
+    train: list[str] | None = None
 
 
 class _DescribedFile(_FileRecord, kw_only=True):
@@ -275,6 +278,9 @@ def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:
         problems.add("'default_k' must be a non-empty list of positive integers")
     if record.parts is not None and not record.parts:
         problems.add("'parts' must list at least one part")
+    for index, name in enumerate(record.train or ()):
+        if name is not None and not _NAME.match(name):
+            problems.add(f"'train'[{index}] must name a training set (lowercase letters, digits, '.', '_' or '-'), got {name!r}")
     parts = []
     for index, part in enumerate(record.parts or ()):
         if part is not None:
@@ -290,6 +296,7 @@ def read_suite_spec(path: str | Path) -> SuiteDatasetSpec:
         default_k=tuple(sorted(set(record.default_k))),
         corpus=record.corpus,
         parts=tuple(parts),
+        train=None if record.train is None else tuple(record.train),
     )
 
 

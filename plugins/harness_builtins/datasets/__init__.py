@@ -40,6 +40,7 @@ def register_suites(register):
                 description=spec.description,
                 load=functools.partial(_load, spec.name),
                 match=spec.match,
+                train=spec.train,
             )
         )
 

@@ -49,11 +49,12 @@ def load_demo_dev_suite() -> Suite:
 
 @hookimpl
 def register_suites(register):
-    register(SuiteSpec(name="demo", description=DESCRIPTION, load=load_demo_suite, match="string", synthetic=True))
+    register(SuiteSpec(name="demo", description=DESCRIPTION, load=load_demo_suite, match="string", synthetic=True,
+                       train=("demo-train",)))
     register(SuiteSpec(name="demo-train", description=SPLIT_DESCRIPTIONS["train"], load=load_demo_train_suite,
-                       match="string", synthetic=True))
+                       match="string", synthetic=True, train=("demo-train",)))
     register(SuiteSpec(name="demo-dev", description=SPLIT_DESCRIPTIONS["dev"], load=load_demo_dev_suite,
-                       match="string", synthetic=True))
+                       match="string", synthetic=True, train=("demo-train",)))
 
 
 __all__ = [
