@@ -30,7 +30,18 @@ from harness.api.corpus import Corpus, InMemoryCorpus, Passage, PassageFingerpri
 from harness.api.embeddings import EMBEDDING_FORMATS, EmbeddingsPart, ReleasedEmbeddings
 from harness.api.encoders import Encoder, EncoderSpec, PassageInput
 from harness.api.metrics import FirstHitRanks, MetricSpec
-from harness.api.models import DOMAINS, Domain, MetaDeclaration, ModelMeta, Work, combine, domain, meta_of
+from harness.api.models import (
+    DOMAINS,
+    Domain,
+    MetaDeclaration,
+    ModelMeta,
+    Work,
+    combine,
+    domain,
+    meta_of,
+    training_meta,
+    training_set_name,
+)
 from harness.api.options import (
     Option,
     OptionError,
@@ -93,6 +104,8 @@ __all__ = [
     "combine",
     "domain",
     "meta_of",
+    "training_meta",
+    "training_set_name",
     "Augmentation",
     "AugmentationSpec",
     "InLoopLoss",

@@ -175,7 +175,77 @@ def domain(meta: ModelMeta | None, train: Iterable[str] | None) -> Domain:
     return ZERO_SHOT if meta.trained_on_complete else UNKNOWN
 
 
+#: Models pre-trained on text only (no training set of questions): a checkpoint trained from one
+#: saw no more than its own training data.
+PRETRAINED_ONLY: frozenset[str] = frozenset({
+    "bert-base-uncased", "bert-base-cased", "bert-large-uncased", "bert-large-cased", "google-bert/bert-base-uncased",
+    "google-bert/bert-large-uncased", "roberta-base", "roberta-large", "distilbert-base-uncased",
+    "nreimers/MiniLM-L6-H384-uncased", "microsoft/MiniLM-L12-H384-uncased",
+})
+
+_DIGEST = re.compile(r"\s*\((?:sha256:|dir:)[^()]*\)\s*$")
+_WEIGHT = re.compile(r":[0-9.]+$")
+_ENDINGS = (".gz", ".bz2", ".xz", ".zst", ".json", ".jsonl", ".tsv", ".csv")
+
+
+def training_set_name(entry: str) -> str:
+    """A training record's data entry as a training set's name: its digest, folders, weight and
+    file endings left out, lower case (``/data/biencoder-nq-train.json.gz (sha256:..)`` ->
+    ``biencoder-nq-train``)."""
+    name = _DIGEST.sub("", entry).strip().replace("\\", "/").rstrip("/")
+    name = name.rsplit("/", 1)[-1]
+    name = _WEIGHT.sub("", name)
+    changed = True
+    while changed:
+        changed = False
+        for ending in _ENDINGS:
+            if name.lower().endswith(ending) and len(name) > len(ending):
+                name, changed = name[: -len(ending)], True
+    return name.lower()
+
+
+def training_meta(
+    training: Mapping[str, Any], known: Iterable[str], initial: Callable[[str], ModelMeta | None] | None = None
+) -> ModelMeta:
+    """The metadata of a checkpoint ``harness train`` wrote, from its training record
+    (``training``: ``data`` entries and ``initial_model``): the training sets named by ``known``
+    (the training set and suite names harness has) it was trained on, plus what its initial model
+    was trained on (``initial(name)``, or :data:`PRETRAINED_ONLY`). A data file harness does not
+    know, or an initial model whose training is unknown, leaves ``trained_on`` incomplete."""
+    known = set(known)
+    data = training.get("data")
+    entries = [data] if isinstance(data, str) else list(data) if isinstance(data, (list, tuple)) else []
+    names: list[str] = []
+    complete = bool(entries)
+    for entry in entries:
+        if isinstance(entry, Mapping):
+            entry = entry.get("data") or entry.get("path")
+        if not isinstance(entry, str) or not entry.strip():
+            complete = False
+            continue
+        name = training_set_name(entry)
+        if name in known:
+            names.append(name)
+        else:
+            complete = False
+    model = training.get("initial_model")
+    base = None
+    if isinstance(model, str) and model:
+        short = _DIGEST.sub("", model).strip()
+        if short in PRETRAINED_ONLY:
+            base = ModelMeta(trained_on=())
+        elif initial is not None:
+            base = initial(short)
+    if base is None or base.trained_on is None:
+        complete = False
+    else:
+        names.extend(base.trained_on)
+        complete = complete and base.trained_on_complete
+    return ModelMeta(model=None, trained_on=tuple(names), trained_on_complete=complete,
+                     note="" if complete else "trained on more than the named sets, or on data harness cannot name")
+
+
 __all__ = [
     "DOMAINS", "Domain", "IN_DOMAIN", "MetaDeclaration", "ModelMeta", "UNKNOWN", "Work", "ZERO_SHOT",
-    "combine", "domain", "meta_of",
+    "PRETRAINED_ONLY", "combine", "domain", "meta_of", "training_meta", "training_set_name",
 ]

@@ -350,6 +350,26 @@ def load_rrf(*, argument: str | None = None, rrf_k: Any = DEFAULT_RRF_K, depth: 
     return RRFRetriever(owner, _load_all(owner, names), rrf_k=rrf_k, depth=depth)
 
 
+def fused_meta(options: Any) -> Any:
+    """A fusion's metadata: its components' (:func:`harness.api.combine`), found by name in the
+    recorded parameters (``sparse``/``dense``, ``components``) or in the ``argument``."""
+    from harness import registry
+    from harness.api import combine, meta_of
+
+    stages = [options[key] for key in ("sparse", "dense") if isinstance(options.get(key), dict)]
+    if isinstance(options.get("components"), list):
+        stages += [c for c in options["components"] if isinstance(c, dict)]
+    if not stages and isinstance(options.get("argument"), str):
+        stages = [{"name": name, "parameters": {}} for name in options["argument"].split("+")]
+    if not stages:
+        return None
+    retrievers = registry.retrievers()
+    return combine(
+        meta_of(retrievers.get(stage["name"]).meta, stage.get("parameters") or {}) if stage.get("name") in retrievers else None
+        for stage in stages
+    )
+
+
 @hookimpl
 def register_retrievers(register):
     register(
@@ -362,6 +382,7 @@ def register_retrievers(register):
             ),
             load=load_hybrid,
             options=HYBRID_OPTIONS,
+            meta=fused_meta,
             argument="SPARSE+DENSE",
         )
     )
@@ -374,6 +395,7 @@ def register_retrievers(register):
             ),
             load=load_rrf,
             options=RRF_OPTIONS,
+            meta=fused_meta,
             argument="A+B[+C...]",
         )
     )

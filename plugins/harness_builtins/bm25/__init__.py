@@ -8,7 +8,7 @@ imported only when BM25 runs.
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.api import Options, RetrieverSpec, non_negative_float, probability
+from harness.api import ModelMeta, Options, RetrieverSpec, Work, non_negative_float, probability
 
 #: The options (name -> default; each declared with its bounds).
 DEFAULTS = Options({
@@ -34,5 +34,11 @@ def register_retrievers(register):
             ),
             load=load,
             options=DEFAULTS,
+            meta=ModelMeta(
+                model="bm25", similarity="bm25", license="Apache-2.0 (pyserini, Lucene)",
+                reference=Work(authors="Lin et al.", year=2021, title="Pyserini: A Python Toolkit for Reproducible Information "
+                               "Retrieval Research with Sparse and Dense Representations", arxiv="2102.10073"),
+                trained_on=(), note="no training: term statistics of the corpus searched",
+            ),
         )
     )

@@ -32,7 +32,12 @@ import functools
 from harness import hookimpl, registry
 from harness.api import Options, RetrieverSpec, path, text
 
+from harness_builtins.dense.meta import trained_meta
 from harness_builtins.dense.presets import INDEX_OPTIONS, RUNTIME_OPTIONS, encoder_specs
+
+
+def _unknown_meta(options):
+    return None
 
 
 def _load(encoder: str, **options):
@@ -70,6 +75,7 @@ def register_retrievers(register):
                 load=functools.partial(_load, spec.name),
                 # the encoder's declaration wins for a name both declare (build_retriever gives it the value)
                 options=INDEX_OPTIONS | spec.options,
+                meta=spec.meta,
             )
         )
     register(
@@ -80,6 +86,7 @@ def register_retrievers(register):
                 "(Li and Lin 2021, arXiv:2110.01599)"
             ),
             load=_load_adapted,
+            meta=_unknown_meta,  # the encoders are the user's to name
             options=Options({"query_encoder": text(required=True, help="an encoder name or a checkpoint folder"),
                              "passage_encoder": text(required=True, help="an encoder name or a checkpoint folder")})
             | RUNTIME_OPTIONS | INDEX_OPTIONS,
@@ -93,6 +100,7 @@ def register_retrievers(register):
                 "train --variant specialised (Sciavolino et al. 2021, arXiv:2109.08535, §4)"
             ),
             load=_load_specialised,
+            meta=trained_meta,
             options=Options({"path": path(required=True, help="the output folder of harness train --variant specialised")})
             | RUNTIME_OPTIONS | INDEX_OPTIONS,
         )

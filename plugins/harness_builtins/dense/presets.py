@@ -20,6 +20,7 @@ from harness.api import Encoder, EncoderSpec, Options, choice, path, positive_in
 from harness.errors import HarnessError
 
 from harness_builtins.dense.art_checkpoints import ART_CHECKPOINT_NAMES, DEFAULT_CHECKPOINT
+from harness_builtins.dense.meta import ENCODER_META, guarded, trained_meta
 
 from harness_builtins.dense.options import (  # noqa: F401 (RUNTIME_OPTIONS and INDEX_OPTIONS are used from here too)
     FORMATS,
@@ -242,6 +243,7 @@ def _dkrr_spec(name: str, model: str, data: str) -> EncoderSpec:
                     f"'question: ' questions, 'title: ... context: ...' passages, 200 tokens, inner product; "
                     "Izacard and Grave 2021, arXiv:2012.04584)",
         load=_load_fid,
+        meta=guarded(ENCODER_META[name], frozenset({model})),
         options=Options({
             "model": model_option(model),
             "revision": REVISION,
@@ -252,6 +254,12 @@ def _dkrr_spec(name: str, model: str, data: str) -> EncoderSpec:
     )
 
 
+def _own_models(options: Options, *labels: str | None) -> frozenset[str]:
+    """The models a spec loads by default (its model options' defaults, and ``labels``)."""
+    names = {getattr(options.declarations.get(key), "default", None) for key in ("model", "query_model", "passage_model", "tokenizer")}
+    return frozenset(str(name) for name in (*names, *labels) if name)
+
+
 def encoder_specs() -> list[EncoderSpec]:
     """Every built-in encoder: the presets above, DKRR, REALM, ART and MSS."""
     specs = [
@@ -260,6 +268,7 @@ def encoder_specs() -> list[EncoderSpec]:
             description=preset.description,
             load=functools.partial(_load_preset, preset),
             options=preset.options,
+            meta=guarded(ENCODER_META[preset.name], _own_models(preset.options, preset.label)),
         )
         for preset in PRESETS.values()
     ]
@@ -270,6 +279,7 @@ def encoder_specs() -> list[EncoderSpec]:
             description="REALM embedder (BERT pooler, 128-d projection), inner product; ORQA NQ questions, CC-News blocks "
                         "(Guu et al. 2020, arXiv:2002.08909)",
             load=_load_realm,
+            meta=guarded(ENCODER_META["realm"], frozenset({"google/realm-orqa-nq-openqa", "google/realm-cc-news-pretrained-embedder"})),
             options={
                 # ORQA's pairing: its fine-tuned question embedder, blocks by the pre-trained embedder
                 "query_model": model_option("google/realm-orqa-nq-openqa"),
@@ -285,6 +295,7 @@ def encoder_specs() -> list[EncoderSpec]:
             name="trained",
             description="a checkpoint written by harness train (-o path=OUTPUT): its encoders, passage format and training record",
             load=_load_trained,
+            meta=trained_meta,
             options=Options({"path": path(required=True, help="a harness train output folder")}) | RUNTIME_OPTIONS,
         )
     )
@@ -295,6 +306,7 @@ def encoder_specs() -> list[EncoderSpec]:
                         f"(-o checkpoint=NAME, default {DEFAULT_CHECKPOINT}; downloaded and converted once) or -o model=CONVERTED_DIR "
                         "(Sachan et al. 2022, arXiv:2206.10658)",
             load=_load_art,
+            meta=ENCODER_META["art"],
             options=Options({
                 "checkpoint": choice(DEFAULT_CHECKPOINT, ART_CHECKPOINT_NAMES,
                                      help="ART's released retriever, fetched and converted into the cache on first use"),
@@ -310,6 +322,7 @@ def encoder_specs() -> list[EncoderSpec]:
                         "Megatron checkpoint, downloaded and converted once (CLS, [CLS] title [SEP] text [SEP], 256 tokens; "
                         "Sachan et al. 2021, arXiv:2101.00408)",
             load=functools.partial(_load_art, checkpoint=MSS_CHECKPOINT),
+            meta=lambda options: None if options.get("model") else ENCODER_META["mss"],
             options=Options({
                 "model": path(None, help="a `harness convert art` folder of the MSS checkpoint (wins over the download)"),
                 "max_length": positive_int(256, nullable=True),

@@ -87,6 +87,47 @@ def _load_cross_encoder(**options):
     return CrossEncoderReranker(**{**CROSS_ENCODER_OPTIONS, **options})
 
 
+def _model_name(options) -> str:
+    text = str(options.get("model") or "")
+    return text.split(" (", 1)[0].strip() if text.endswith(")") else text.strip()
+
+
+def upr_meta(options):
+    """UPR's metadata: known for T5 v1.1 LM-adapted models (pre-trained on C4 only, no training
+    set); unknown for another model (T0 and Flan-T5 saw task mixtures this does not name)."""
+    from harness.api import ModelMeta, Work
+
+    model = _model_name(options)
+    if not (model.startswith("google/t5-") and model.endswith("lm-adapt")):
+        return None
+    return ModelMeta(model=model, license="Apache-2.0", open_weights=True, trained_on=(),
+                     reference=Work(authors="Sachan et al.", year=2022, title="Improving Passage Retrieval with Zero-Shot "
+                                    "Question Generation", arxiv="2204.07496"),
+                     note="T5 v1.1 LM-adapted: pre-trained on C4 only; scores are zero-shot question likelihoods")
+
+
+def cross_encoder_meta(options):
+    """The default cross-encoder's metadata (trained on MS MARCO passage ranking); unknown for another model."""
+    from harness.api import ModelMeta
+
+    if _model_name(options) != "cross-encoder/ms-marco-MiniLM-L6-v2":
+        return None
+    return ModelMeta(model="cross-encoder/ms-marco-MiniLM-L6-v2", license="Apache-2.0", open_weights=True,
+                     trained_on=("msmarco",), note="MS MARCO passage ranking")
+
+
+def late_interaction_meta(options):
+    """A late-interaction head's metadata from the training record its checkpoint records, else unknown."""
+    from harness import registry
+    from harness.api import training_meta
+
+    training = options.get("training")
+    if not isinstance(training, dict):
+        return None
+    known = set(registry.registry("training-data").names()) | set(registry.suites().names())
+    return training_meta(training, known)
+
+
 @hookimpl
 def register_rerankers(register):
     register(RerankerSpec(
@@ -97,6 +138,7 @@ def register_rerankers(register):
         ),
         load=_load_upr,
         options=UPR_OPTIONS,
+        meta=upr_meta,
     ))
     register(RerankerSpec(
         name="late-interaction",
@@ -106,6 +148,7 @@ def register_rerankers(register):
         ),
         load=_load_late_interaction,
         options=LATE_INTERACTION_OPTIONS,
+        meta=late_interaction_meta,
         depth=200,  # as in Hoang 2022, ch. 4
     ))
     register(RerankerSpec(
@@ -113,4 +156,5 @@ def register_rerankers(register):
         description="any sentence-transformers CrossEncoder by hub id or directory (-R model=...)",
         load=_load_cross_encoder,
         options=CROSS_ENCODER_OPTIONS,
+        meta=cross_encoder_meta,
     ))
