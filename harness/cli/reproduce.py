@@ -12,13 +12,14 @@ from harness.util.paths import default_results_dir
 @click.command("reproduce")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Result files to check, and where --runs/--run record theirs (default: $HARNESS_RESULTS_DIR, else results/ in the current directory; leaderboard/results for the committed leaderboard's).")
 @click.option("--tolerance", type=click.FloatRange(0, 100), default=None, metavar="POINTS", help="Largest allowed |ours - published| in percentage points for every row, replacing the tables' rules (2 = two points). Before, this was a fraction: a value below 1 is read as points, so an old --tolerance 0.02 is now stricter, never looser.")
-@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, when the folder holds no result file, or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
+@click.option("--check", is_flag=True, help="Exit 1 when any comparison is outside its allowed difference, when nothing was compared (no result file, or none of a published row; see --allow-unpublished), or when the check is incomplete: a result file or a published table could not be read (each named in a warning), or a plugin that could provide published tables failed.")
+@click.option("--allow-unpublished", is_flag=True, help="With --check, pass a folder whose results are all of configurations no table publishes (a board of synthetic suites); a folder with no result file still fails.")
 @click.option("--runs", "published_runs", is_flag=True, help="First fetch, score and record every published run (`harness list runs`), then check each against its published row.")
 @click.option("--run", "run_names", multiple=True, metavar="NAME", help="Like --runs, for the published run NAME only (repeatable).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars (--runs).")
 def reproduce(
     results_dir: Path | None, tolerance: float | None, check: bool, published_runs: bool = False,
-    run_names: tuple[str, ...] = (), no_progress: bool = False,
+    run_names: tuple[str, ...] = (), no_progress: bool = False, allow_unpublished: bool = False,
 ) -> None:
     """Compare each result with the published numbers of its suite and retriever.
 
@@ -27,7 +28,9 @@ def reproduce(
 
     With --runs, a published run that cannot be fetched or scored is named with its problem,
     the others are still scored and compared, and the command exits 1. With --check, nothing
-    compared because the folder holds no result file (a check pointed at the wrong folder) exits 1 too.
+    compared exits 1 too (a check pointed at the wrong folder must not pass): a folder with no
+    result file, or one whose results are of no published row unless --allow-unpublished says
+    that is expected.
 
     A result file that cannot be read or is inconsistent, a published table left out (malformed,
     or a name given twice), and a plugin that failed to load or to register its tables are each
@@ -79,14 +82,16 @@ def reproduce(
         more = f" and {len(incomplete) - 1} more (see the warnings)" if len(incomplete) > 1 else ""
         click.echo(f"the check is incomplete, what could not be read is not compared: {incomplete[0]}{more}", err=True)
     empty = not results and not incomplete  # nothing to compare at all: the wrong folder, say
+    unpublished = bool(results) and not done and not allow_unpublished
     if check and not done:
         if empty:
             click.echo(f"nothing was compared: {folder} holds no result file", err=True)
         else:
-            click.echo(f"nothing was compared: none of the {len(results)} result(s) in {folder} is of a published row", err=True)
+            allowed = " (allowed by --allow-unpublished)" if allow_unpublished else " (--allow-unpublished passes such a folder)"
+            click.echo(f"nothing was compared: none of the {len(results)} result(s) in {folder} is of a published row{allowed}", err=True)
     if reproduced is not None and reproduced[2]:  # a published run could not be scored
         raise click.exceptions.Exit(1)
-    if check and (drift or incomplete or empty):
+    if check and (drift or incomplete or empty or unpublished):
         raise click.exceptions.Exit(1)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -161,10 +162,17 @@ def test_reproduce_cli_exit_status(tmp_path, capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert "p-1: BM25 on s: harness run --retriever r --suite s" in out
     assert f"nothing was compared: {results} holds no result file" in err
-    # results none of which is of a published row: said, and not a failure
+    # results none of which is of a published row: said, and a failure unless expected
     write_result(make_result("other", suite="s2", ranks=ranks([1, 1, 0, 0])), results)
-    assert main(["reproduce", "--results-dir", str(results), "--check"]) == 0
-    assert "nothing was compared: none of the 1 result(s)" in capsys.readouterr().err
+    assert main(["reproduce", "--results-dir", str(results), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was compared: none of the 1 result(s)" in err and "--allow-unpublished passes" in err
+    assert main(["reproduce", "--results-dir", str(results), "--check", "--allow-unpublished"]) == 0
+    assert "(allowed by --allow-unpublished)" in capsys.readouterr().err
+    shutil.rmtree(results)
+    results.mkdir()
+    assert main(["reproduce", "--results-dir", str(results), "--check", "--allow-unpublished"]) == 1
+    assert "holds no result file" in capsys.readouterr().err
     write_result(make_result("r", suite="s", ranks=ranks([1, 1, 0, 0])), results)  # top-1 50, top-5 50
     assert main(["reproduce", "--results-dir", str(results)]) == 0
     assert main(["reproduce", "--results-dir", str(results), "--check"]) == 1

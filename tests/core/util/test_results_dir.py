@@ -165,7 +165,7 @@ def test_ci_checks_the_readme_command_against_the_committed_results(tmp_path):
     commands = [line.strip() for line in ci.splitlines() if line.strip().startswith("harness ")]
     assert "harness run --retriever bm25 --suite demo --no-progress" in commands
     assert "harness leaderboard --check" in commands
-    assert "harness reproduce --check --results-dir leaderboard/results" in commands
+    assert "harness reproduce --check --allow-unpublished --results-dir leaderboard/results" in commands
     assert commands.index("harness run --retriever bm25 --suite demo --no-progress") < commands.index(
         "harness leaderboard --check"
     )
