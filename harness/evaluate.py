@@ -344,6 +344,9 @@ def evaluate_retriever(
         computed = compute_record(retriever, reranker.reranker if reranker is not None else None)
         parameters = dict(retriever.parameters())
     cost = cost_record(computed, timer.seconds, len(suite.questions), memory.stop(), accelerators())
+    from harness.results.meta import MODEL_KEY, model_block
+
+    second = reranker.record(reranked) if reranker is not None else None
     result = build_result(
         suite,
         retriever={"name": name, "plugin": plugin, "parameters": parameters},
@@ -353,8 +356,9 @@ def evaluate_retriever(
         metrics=metrics,
         timings=timer.seconds,
         extra={"compute": computed, "cost": cost, "ties": ties,
-               **({"first_stage_ranks": first_stage} if first_stage is not None else {}), **(dict(extra) if extra else {})},
-        reranker=reranker.record(reranked) if reranker is not None else None,
+               **({"first_stage_ranks": first_stage} if first_stage is not None else {}),
+               MODEL_KEY: model_block(name, parameters, second), **(dict(extra) if extra else {})},
+        reranker=second,
     )
     return Evaluation(result=result, suite=suite, rankings=rankings)
 

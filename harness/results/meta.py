@@ -1,0 +1,107 @@
+"""A result's model metadata and its domain on its suite: in-domain, zero-shot or unknown.
+
+A result made since model metadata exists carries it (its ``model`` block: ``{"retriever": META,
+"reranker": META}``, each :meth:`harness.api.ModelMeta.to_json` or null; :func:`model_block`
+makes it when a run is recorded). For a result without one, it is derived from what the result
+records, the same way: the spec its retriever is registered under declares it
+(:func:`harness.api.meta_of` of the recorded parameters), and a trained checkpoint's training
+record names what it saw. A retriever not installed here is unknown.
+
+The suite's training split comes from its spec (:attr:`harness.api.SuiteSpec.train`); a re-ranked
+chain is in-domain when either stage was trained on it (:func:`harness.api.combine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.api import Domain, ModelMeta, combine, domain, meta_of, training_meta
+from harness.results.labels import training_record
+from harness.results.schema import Result
+
+#: The key of the result document that holds the model block.
+MODEL_KEY = "model"
+
+
+def _known_sets() -> set[str]:
+    from harness import registry
+
+    return set(registry.registry("training-data").names()) | set(registry.suites().names())
+
+
+def stage_meta(kind: str, name: str, parameters: Mapping[str, Any]) -> ModelMeta | None:
+    """The metadata of one stage (``kind``: ``retrievers`` or ``rerankers``) from its name and
+    recorded parameters: the registered spec's declaration (a ``NAME:ARGUMENT`` name by its
+    ``NAME``), else, for a checkpoint ``harness train`` wrote, its training record; None when
+    neither says."""
+    from harness import registry
+
+    found = registry.registry(kind)
+    base = name.split(":", 1)[0]
+    meta = None
+    if base in found:
+        options = dict(parameters)
+        if ":" in name:
+            options.setdefault("argument", name.split(":", 1)[1])
+        meta = meta_of(found.get(base).meta, options)
+    if meta is None:
+        training = training_record(parameters)
+        if training is not None:
+            meta = training_meta(training, _known_sets())
+    return meta
+
+
+def model_block(retriever: str, parameters: Mapping[str, Any], reranker: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``model`` block a result records: each stage's metadata as JSON (null when unknown)."""
+    first = stage_meta("retrievers", retriever, parameters)
+    block: dict[str, Any] = {"retriever": None if first is None else first.to_json()}
+    if reranker is not None:
+        second = stage_meta("rerankers", str(reranker.get("name", "")), reranker.get("parameters") or {})
+        block["reranker"] = None if second is None else second.to_json()
+    return block
+
+
+def _recorded(block: Any, key: str) -> tuple[bool, ModelMeta | None]:
+    if not isinstance(block, Mapping) or key not in block:
+        return False, None
+    value = block[key]
+    if value is None:
+        return True, None
+    try:
+        return True, ModelMeta.from_json(value)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return True, None
+
+
+def result_meta(result: Result) -> ModelMeta | None:
+    """``result``'s model metadata: its recorded ``model`` block, else derived (module docstring);
+    a re-ranked chain's combines both stages'."""
+    block = result.data.get(MODEL_KEY)
+    has_first, first = _recorded(block, "retriever")
+    if not has_first:
+        first = stage_meta("retrievers", result.retriever, result.parameters)
+    reranker = result.reranker
+    if not reranker:
+        return first
+    has_second, second = _recorded(block, "reranker")
+    if not has_second:
+        second = stage_meta("rerankers", str(reranker.get("name", "")), reranker.get("parameters") or {})
+    return combine([first, second])
+
+
+def suite_train(suite: str) -> tuple[str, ...] | None:
+    """The suite's own training split(s) as its spec names them; None when the suite is not
+    installed or its spec does not say."""
+    from harness import registry
+
+    suites = registry.suites()
+    return suites.get(suite).train if suite in suites else None
+
+
+def result_domain(result: Result) -> Domain:
+    """Whether ``result`` is in-domain, zero-shot or unknown on its suite (:func:`harness.api.domain`)."""
+    return domain(result_meta(result), suite_train(result.suite))
+
+
+__all__ = ["MODEL_KEY", "model_block", "result_domain", "result_meta", "stage_meta", "suite_train"]
