@@ -94,13 +94,15 @@ def test_dispatcher_puts_flat_on_the_torch_devices_for_any_k(tmp_path, monkeypat
     monkeypatch.setattr(gpu_flat, "cuda_devices", lambda: ["cpu", "cpu"])
     index = DenseIndex.build(cache, IndexConfig(kind="flat"), progress=False)
     assert index.on_gpu and isinstance(index.index, TorchFlatIP)
+    # a float32 cache is searched in float32 (it fits)
     assert index.compute == {"search_device": "cpu", "search_devices": 2,
-                             "search_precision": gpu_flat.SEARCH_PRECISION, "index_bytes": 2600 * 16 * 2}
+                             "search_precision": gpu_flat.SEARCH_PRECISION_FP32, "index_bytes": 2600 * 16 * 4}
     queries = np.random.default_rng(9).standard_normal((5, 16)).astype(np.float32)
     scores, rows = index.search(queries, 2500)
-    ref_scores, ref_rows = _reference(vectors, queries, 2500)
+    exact = (queries.astype(np.float64) @ vectors.astype(np.float64).T).astype(np.float32)
+    ref_rows = np.stack([np.lexsort((np.arange(len(vectors)), -e))[:2500] for e in exact])
     np.testing.assert_array_equal(rows, ref_rows)
-    np.testing.assert_allclose(scores, ref_scores, rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(scores, np.take_along_axis(exact, ref_rows, axis=1))
     cpu = DenseIndex.build(cache, IndexConfig(kind="flat", gpu="false"), progress=False)
     assert not cpu.on_gpu and cpu.compute["search_device"] == "cpu"
 

@@ -159,7 +159,10 @@ def test_near_equal_scores_are_ranked_by_their_exact_float32_values(tmp_path):
     assert evaluation.result["compute"]["retriever"]["decided_by_rounding"] == 0
 
 
-def test_a_float16_cache_says_when_rounding_decides_a_ranking(tmp_path, monkeypatch, capsys):
+def test_a_float16_cache_ranks_by_its_float32_copy_and_one_without_says_when_rounding_could_decide(
+        tmp_path, monkeypatch, capsys):
+    import json
+
     from harness_builtins.dense import embeddings
 
     monkeypatch.setattr(embeddings, "FLOAT32_MAX_PASSAGES", 10)  # this corpus of 40 is "large"
@@ -168,11 +171,28 @@ def test_a_float16_cache_says_when_rounding_decides_a_ranking(tmp_path, monkeypa
     ids = [f"p{i}" for i in range(40)]
     collapsed = {pid: (base + 1e-5 * rng.standard_normal(16)).astype(np.float32) for pid in ids}
     query = rng.standard_normal(16).astype(np.float32)
+    exact = {pid: float(np.float32(collapsed[pid].astype(np.float64) @ query.astype(np.float64))) for pid in ids}
+    expected = sorted(ids, key=lambda pid: -exact[pid])[:10]
     retriever, evaluation = _run(TableEncoder(collapsed, query, tag="collapsed"), ids, tmp_path, k=10)
-    assert retriever.dense_index.cache.meta["dtype"] == "float16"
+    cache = retriever.dense_index.cache
+    assert cache.meta["dtype"] == "float16" and cache.reference is not None
+    # the float16 copy is searched, the float32 copy ranks: the exact ranking, nothing said
+    assert [h.passage_id for h in evaluation.rankings[0]] == expected
+    assert evaluation.result["compute"]["retriever"]["decided_by_rounding"] == 0
+    assert evaluation.result["compute"]["retriever"]["reference_bytes"] == 40 * 16 * 4
+    assert "rounding" not in capsys.readouterr().err
+    # the same cache as written before the float32 copy existed: ranked from float16, and counted
+    for copy in cache.path.glob("f32-*.npy"):
+        copy.unlink()
+    meta = json.loads((cache.path / "meta.json").read_text())
+    del meta["reference_dtype"]
+    (cache.path / "meta.json").write_text(json.dumps(meta))
+    retriever, evaluation = _run(TableEncoder(collapsed, query, tag="collapsed"), ids, tmp_path, k=10)
+    assert retriever.dense_index.cache.rounded
     assert evaluation.result["compute"]["retriever"]["decided_by_rounding"] == 1
     err = capsys.readouterr().err
     assert "rounding decides their rankings" in err and err.count("rounding decides") == 1
+    assert "keeps float16 vectors only" in err
     # a healthy encoder's scores spread far beyond the rounding: nothing said
     spread = {pid: rng.standard_normal(16).astype(np.float32) for pid in ids}
     retriever, evaluation = _run(TableEncoder(spread, query, tag="spread"), ids, tmp_path, k=10)
