@@ -305,12 +305,14 @@ def _row_data(row: BoardRow) -> dict[str, Any]:
     return {
         "text": one_line(text), "retriever": _choice(row.retriever), "variant": _choice(row.variant),
         "reranker": _choice(row.reranker), "seed": [_choice(str(seed)) for seed in row.training_seeds] or [_NONE],
+        "domain": _choice(row.domain),
     }
 
 
 def _published_data(entry: PublishedEntry) -> dict[str, Any]:
     text = " ".join(["published", entry.system, entry.citation, entry.table, entry.note])
-    return {"text": one_line(text), "retriever": _PUBLISHED, "variant": _OTHER, "reranker": _OTHER, "seed": [_OTHER]}
+    return {"text": one_line(text), "retriever": _PUBLISHED, "variant": _OTHER, "reranker": _OTHER, "seed": [_OTHER],
+            "domain": _OTHER}
 
 
 #: A filter box: its row field, label, each row's value(s) (None: none) and extra options.
@@ -324,6 +326,7 @@ def _row_selects(rows: Sequence[BoardRow], published: Sequence[tuple[str, str]] 
         ("variant", "variant", [r.variant for r in rows], ()),
         ("reranker", "re-ranker", [r.reranker for r in rows], ()),
         ("seed", "training seed", [[str(seed) for seed in r.training_seeds] or None for r in rows], ()),
+        ("domain", "in-domain or zero-shot", [r.domain for r in rows], ()),
     ]
 
 

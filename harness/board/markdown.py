@@ -31,11 +31,13 @@ from harness.api import PublishedTable
 from harness.analysis.published import printed_digits
 from harness.board.sections import (
     BoardCell,
+    LiteratureSection,
     PublishedEntry,
     Row,
     Section,
     reranker_parameters,
     sections,
+    literature,
     seen_sets,
     summarize_parameters,
 )
@@ -142,7 +144,20 @@ def render(
         html=None if html is None else Markdown(markdown_link(html, html)),
         sections=[_section_view(section, output_dir, plots or {}, (pages or {}).get(section.suite)) for section in board],
         published=[_published_view(table) for table in sorted(published, key=lambda t: t.name)],
+        literature=[_literature_view(section) for section in literature(published, board)],
     )
+
+
+def _literature_view(section: LiteratureSection) -> dict[str, Any]:
+    """A real suite's published rows as a table: system, domain, top-k as printed, source (with
+    its version) and table."""
+    body = []
+    for e in section.entries:
+        source = markdown_link(e.citation, e.url) + (f" ({_cell(e.version)})" if e.version else "")
+        system = f"*published:* {_cell(e.system)}"
+        body.append([system, e.domain] + [e.printed.get(k, "–") for k in section.ks] + [source, _cell(e.table)])
+    headers = ["system", "domain"] + [f"top-{k}" for k in section.ks] + ["source", "table"]
+    return {"suite": section.suite, "results": section.results, "count": len(section.entries), "table": _table(body, headers)}
 
 
 def _section_view(section: Section, output_dir: Path, plots: Mapping[str, Sequence[str]], page: str | None) -> dict[str, Any]:
@@ -155,9 +170,9 @@ def _section_view(section: Section, output_dir: Path, plots: Mapping[str, Sequen
     for row in section.rows:
         name = row.label + (f" ({row.seeds} seeds)" if row.seeds > 1 else "")
         links = ", ".join(_link(r, output_dir) for r in row.results)
-        table.append([_cell(name), _cell(row.parameters)] + [_value_cell(cell) for cell in row.cells] + [links])
-    table += _published_rows(section.published, ks)
-    headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result"]
+        table.append([_cell(name), _cell(row.parameters), row.domain] + [_value_cell(cell) for cell in row.cells] + [links])
+    table += [[*row[:2], "–", *row[2:]] for row in _published_rows(section.published, ks)]
+    headers = ["retriever", "parameters", "domain"] + [f"top-{k}" for k in ks] + ["result"]
     rows = [Row(list(row.results)) for row in section.rows]
     images = []
     for image in plots.get(section.suite, ()) if not several else ():

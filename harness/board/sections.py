@@ -305,6 +305,9 @@ class BoardRow:
     cost: Mapping[str, Any] | None
     ceiling: Ceiling | None
     training_seeds: tuple[int, ...] = ()
+    #: ``in-domain``, ``zero-shot`` or ``unknown`` on the section's suite: whether the model saw
+    #: the suite's training split (:func:`harness.results.meta.result_domain`).
+    domain: str = "unknown"
 
 
 @dataclass(frozen=True)
@@ -457,8 +460,16 @@ def _board_row(row: Row, ks: Sequence[int], tiers: set[int], first: Mapping[str,
         all_parameters=format_parameters(row.parameters) + reranker_parameters(row.first),
         config=row.config_key(), cells=tuple(cells), results=tuple(row.results),
         trained_on=trained_parts(row.parameters), cost=row.first.data.get("cost"),
-        ceiling=ceiling, training_seeds=training_seeds(row.results),
+        ceiling=ceiling, training_seeds=training_seeds(row.results), domain=_domain(row.results),
     )
+
+
+def _domain(results: Sequence[Result]) -> str:
+    """The row's domain on its suite: its results' when they agree, else unknown."""
+    from harness.results.meta import result_domain
+
+    found = {result_domain(r) for r in results}
+    return found.pop() if len(found) == 1 else "unknown"
 
 
 def _with_search(result: Result, summary: str) -> str:
@@ -526,3 +537,72 @@ def reranker_parameters(result: Result) -> str:
         settings["reranked"] = f"{reranked} at most (the first stage had fewer hits)"
     settings.update(reranker["parameters"])
     return f"; » {reranker['name']}: {format_parameters(settings)}"
+
+
+@dataclass(frozen=True)
+class LiteratureEntry:
+    """A published row in a suite's literature section: the system, its table (name, citation,
+    address, version), its note, its values as printed (top-k in percent) and its domain on the
+    suite (from the metadata of the harness retriever the row names; unknown without one)."""
+
+    system: str
+    table: str
+    citation: str
+    url: str
+    version: str
+    note: str
+    printed: Mapping[int, str]
+    domain: str
+
+
+@dataclass(frozen=True)
+class LiteratureSection:
+    """A real suite's published rows (the tables we hold), best first at the deepest common
+    cutoff: where the field stands, and where harness rows land once run (``results``: whether
+    the board has results of the suite)."""
+
+    suite: str
+    ks: tuple[int, ...]
+    entries: tuple[LiteratureEntry, ...]
+    results: bool
+
+
+def literature(published: Sequence[PublishedTable], board: Sequence[Section]) -> list[LiteratureSection]:
+    """One :class:`LiteratureSection` per suite the published tables report (whole-suite rows),
+    sorted by suite name; a suite registered as synthetic gets none."""
+    from harness import registry
+    from harness.analysis.published import printed_digits, rows_for_suite
+    from harness.api import domain, meta_of
+    from harness.results.meta import suite_train
+
+    suites = registry.suites()
+    retrievers = registry.retrievers()
+    names = sorted({row.suite for table in published for row in table.rows if row.part is None})
+    shown = {s.suite for s in board}
+    out = []
+    for suite in names:
+        if suite in suites and suites.get(suite).synthetic:
+            continue
+        pairs = rows_for_suite(published, suite)
+        ks = tuple(sorted({k for _, row in pairs for k in row.values}))
+        if not ks:
+            continue
+        entries = []
+        for table, row in pairs:
+            digits = printed_digits(table, row)
+            meta = None
+            base = (row.retriever or "").split(":", 1)[0]
+            if base in retrievers:
+                options = dict(row.options)
+                if ":" in (row.retriever or ""):
+                    options["argument"] = row.retriever.split(":", 1)[1]
+                meta = meta_of(retrievers.get(base).meta, options)
+            entries.append((row, LiteratureEntry(
+                system=row.system, table=table.name, citation=table.citation, url=table.url, version=table.version or "",
+                note=row.note, printed={k: f"{row.values[k]:.{digits}f}" for k in ks if k in row.values},
+                domain=domain(meta, suite_train(suite)),
+            )))
+        order = [k for k in ORDER_K if k in ks] + sorted((k for k in ks if k not in ORDER_K), reverse=True)
+        entries.sort(key=lambda pair: tuple(-pair[0].values.get(k, -1.0) for k in order) + (pair[1].system, pair[1].table))
+        out.append(LiteratureSection(suite=suite, ks=ks, entries=tuple(e for _, e in entries), results=suite in shown))
+    return out
