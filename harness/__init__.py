@@ -64,6 +64,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "harness.data.corpus_store",
     "harness.data.archives",
     "harness.data.download",
+    "harness.data.needs",
     "harness.data.embeddings",
     "harness.data.passages",
     "harness.data.questions",

@@ -316,7 +316,7 @@ def check_metrics(target: ValidationTarget, context: ValidationContext) -> list[
     problems = []
     for metric, values in record.metrics.items():
         if metric not in installed:
-            problems.append(f"'metrics.{metric[:40]}': no such metric is installed here, so its values cannot be recomputed")
+            problems.append(f"'metrics.{metric[:40]}' is a metric not installed here, so its values cannot be recomputed")
             continue
         expected = compute_metrics(record.first_hit_ranks, record.k, [metric])[metric]
         for part, by_k in expected["parts"].items():
