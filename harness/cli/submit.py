@@ -167,7 +167,7 @@ def submit_command(results: tuple[Path, ...], board: Path | None, output: Path |
     click.echo("")
     click.echo("Commit:")
     click.echo("")
-    touched = [str(destination) for destination, _, _ in copies]
+    touched = [str(board / name) for name in chosen]
     click.echo("    " + shlex.join(["git", "add", *touched, str(output), str(built.plot_dir), str(built.html_dir)]))
     click.echo("")
     click.echo("Pull request text:")

@@ -255,6 +255,8 @@ def _load_suite(name: str) -> Any:
         return suites.get(name).load()
     except HarnessError as exc:
         return f"suite {name!r} cannot be loaded to check its questions: {one_line(exc)}"
+    except Exception as exc:  # a plugin's suite that fails to load fails this file's check, not the others'
+        return f"suite {name!r} failed to load, so its questions cannot be checked: {type(exc).__name__}: {one_line(exc)}"
 
 
 def _ids(ids: Iterable[str]) -> str:

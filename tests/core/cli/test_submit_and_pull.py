@@ -256,3 +256,19 @@ def test_the_workflow_runs_the_tested_commands():
     assert "pull_request" in text
     assert "harness validate --board" in text and "harness leaderboard --check" in text
     assert "leaderboard/results/*.json" in text
+
+
+def test_results_pull_does_not_replace_a_result_covering_more(capsys, tmp_path):
+    into = tmp_path / "pulled"
+    write(into / BM25.name, doc_of(BM25))
+    shallower = doc_of(BM25)
+    shallower["k"] = [1, 5, 20]
+    for values in shallower["metrics"].values():
+        del values["macro"]["100"]
+        for part in values["parts"].values():
+            del part["100"]
+    write(tmp_path / "folder" / "shallower.json", shallower)
+    code, out, err = run_cli(capsys, "results", "pull", str(tmp_path / "folder"), str(into))
+    assert code == 2
+    assert f"refused shallower.json: {into / BM25.name} holds this configuration with cutoffs 100" in err
+    assert doc_of(into / BM25.name)["k"] == [1, 5, 20, 100]

@@ -297,3 +297,13 @@ def test_the_schema_stops_a_file_before_the_other_checks(tmp_path):
     path.write_text('{"schema": "harness-result/1"', encoding="utf-8")
     [line] = problems(path)
     assert line.startswith(f"{path}: line 1: invalid JSON")
+
+
+def test_a_suite_whose_questions_are_not_here_offline_is_refused_naming_what_to_fetch(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    doc = honest()
+    doc["suite"]["name"] = "nq"
+    lines = problems(write(tmp_path, doc))
+    assert "suite 'nq' cannot be loaded to check its questions" in lines[0] and "topics.dpr.nq.test.txt" in lines[0]
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.txt"))
