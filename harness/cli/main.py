@@ -152,6 +152,7 @@ def build_cli() -> click.Group:
             continue
         for name in cli.commands:
             owners.setdefault(name, impl.plugin_name)
+    cli.owners = owners  # command name -> the plugin that added it ("harness": the core)
     return cli
 
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             cli = build_cli()
             args = sys.argv[1:] if argv is None else list(argv)
             # click's own main() would print a blank line on Ctrl-C and turn EOFError into an abort
-            with cli.make_context("harness", args) as ctx:
+            with cli.make_context("harness", args) as ctx, _running_command(cli, args):
                 returned = cli.invoke(ctx)
     except HarnessError as exc:
         click.echo(f"harness: error: {_one_line(exc)}", err=True)
@@ -206,6 +207,18 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(_failure(exc), err=True)
         return 1
     return returned if isinstance(returned, int) else 0
+
+
+def _running_command(cli: click.Group, args: list[str]) -> contextlib.AbstractContextManager:
+    """While the command runs, an exception is marked as raised in it (``command 'NAME'`` and the
+    plugin that added it), for :func:`_failure` when no retriever or other named thing ran."""
+    from harness.registry import running
+
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    owners = getattr(cli, "owners", {})
+    if name is None or name not in owners:
+        return contextlib.nullcontext()
+    return running("command", name, owners[name])
 
 
 def _failure(exc: Exception) -> str:

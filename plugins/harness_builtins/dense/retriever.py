@@ -238,7 +238,7 @@ def build_retriever(encoder: str | EncoderSpec, **options: Any) -> DenseRetrieve
         model = registry.load("encoders", encoder, encoder_options).value
     else:
         try:
-            model = spec.load(**encoder_options)
+            model = spec.load(**registry.resolved_options(spec, encoder_options))  # as registry.load gives them
         except (TypeError, ValueError) as exc:
             raise HarnessError(f"encoder {spec.name!r}: {exc}") from exc
     if not isinstance(model, Encoder):

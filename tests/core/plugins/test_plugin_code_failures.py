@@ -81,6 +81,14 @@ def register_retrievers(register):
 @hookimpl
 def register_suites(register):
     register(SuiteSpec(name="tiny", description="d", load=tiny))
+
+
+@hookimpl
+def register_commands(cli):
+    @cli.command("tfidf-stats")
+    def stats():
+        """Vocabulary statistics."""
+        raise LookupError("no vocabulary yet")
 '''
 
 DIST = "harness-tfidf"
@@ -156,6 +164,13 @@ def test_an_exception_in_a_plugins_code_is_that_plugins_failure(capsys, tmp_path
 
     with pytest.raises((KeyError, RuntimeError)):
         main(["run", "-r", name, "-s", "tiny", "--results-dir", str(tmp_path / "results")])
+
+
+def test_a_failing_plugin_command_is_that_plugins_failure(capsys, tfidf_plugin):
+    code, out, err = run_cli(capsys, "tfidf-stats")
+    line = one_line_error(code, err, status=1)
+    assert line == (f"harness: error: command 'tfidf-stats' (plugin {DIST}) failed: LookupError: no vocabulary yet "
+                    f"(HARNESS_DEBUG=1 shows the traceback)")
 
 
 def test_from_python_the_exception_is_raised_unchanged_with_a_note(tfidf_plugin):
