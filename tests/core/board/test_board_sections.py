@@ -210,7 +210,7 @@ def test_cells_cannot_break_the_table(tmp_path):
     result = make_result(retriever="evil | 1.00 | 2.00", params={"note": "a|b\nc"})
     markdown = _board(tmp_path, [result])
     rows = [line for line in markdown.splitlines() if line.startswith("| evil")]
-    assert rows and all(line.count("|") - line.count("\\|") == 8 for line in rows[:1])
+    assert rows and all(line.count("|") - line.count("\\|") == 9 for line in rows[:1])  # 8 columns, domain last
     assert "evil \\| 1.00 \\| 2.00" in markdown and "a\\|b c" in markdown
 
 

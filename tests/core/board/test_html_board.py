@@ -342,7 +342,7 @@ def test_the_index_is_one_filterable_table_of_every_suites_rows(tmp_path):
     parsed = Tags(index)
     suite_box = re.search(r'<select data-field="suite">(.*?)</select>', index).group(1)
     assert re.findall(r'<option value="([^"]*)">', suite_box) == ["", "=nq", "=tq"]
-    assert [a["data-field"] for t, a in parsed.tags if t == "select"] == ["suite", "retriever", "variant", "reranker", "seed"]
+    assert [a["data-field"] for t, a in parsed.tags if t == "select"] == ["suite", "retriever", "variant", "reranker", "seed", "domain"]
     headers = re.findall(r'<button type="button" class="sort">([^<]*)</button>', index)
     assert headers == ["configuration", "suite", "retriever", "variant", "re-ranker", "seeds", "top-1", "top-5", "top-20"]
     assert index.count('<tbody class="entry"') == 3 and "3 of 3 rows shown" in index
@@ -502,6 +502,11 @@ def test_the_board_in_a_headless_browser(browser, committed_board, tmp_path):
     page.locator("section#s0 select[data-field='seed']").select_option("!")
     assert visible.count() == sum(not row.training_seeds for row in section.rows)
     page.locator("section#s0 select[data-field='seed']").select_option("")
+    # the domain box: zero-shot rows only (bm25 on demo), then the in-domain ones (trained on demo-train)
+    for value in ("zero-shot", "in-domain"):
+        page.locator("section#s0 select[data-field='domain']").select_option(f"={value}")
+        assert 0 < visible.count() == sum(row.domain == value for row in section.rows) < len(section.rows)
+    page.locator("section#s0 select[data-field='domain']").select_option("")
     # a row opens into its parts
     drill = page.locator("section#s0 tbody.entry[data-row='0'] tr.drill")
     assert not drill.is_visible()
