@@ -7,7 +7,7 @@ ValidationContext) -> list[str]`` returning its problems, one line each naming t
 further check is one more function in the list. The checks:
 
 - size: a file is at most :data:`MAX_RESULT_BYTES` (10 MB; a full NQ result with every first-hit
-  rank is about 100 kB), checked before it is read;
+  rank is about 70 kB), checked before it is read;
 - the schema (:func:`harness.results.records.validate`, which also holds the ``accuracy`` metric
   to the ranks);
 - text: no text in the document (a value or a key, anywhere) holds a control character, a
