@@ -49,6 +49,7 @@ from harness.analysis import stats
 from harness.analysis.stats import format_p
 from harness.errors import HarnessError
 from harness.results.labels import require_distinct, result_label, unique_labels
+from harness.results.meta import result_domain
 from harness.results.selection import pick_newest
 from harness.results.report import markdown_text, one_line
 from harness.results.schema import Result, read_result, read_results
@@ -149,6 +150,7 @@ class Comparison:
                     f"mrr@{self.mrr_k}": est(self.mrr[s.label]),
                     "cost": s.result.data.get("cost"),
                     "approximate_search": approximate_search(s.result),
+                    "domain": result_domain(s.result),
                 }
                 for s in self.systems
             ],
@@ -431,6 +433,17 @@ _DEGENERATE_NOTE = (
 )
 
 
+def domain_note(systems: Sequence[tuple[str, Result]]) -> str | None:
+    """When the systems differ in how they stand to the suite (in-domain, zero-shot, unknown:
+    :func:`harness.results.meta.result_domain`), a line saying which is which; None when they agree."""
+    domains = [(label, result_domain(result)) for label, result in systems]
+    if len({d for _, d in domains}) < 2:
+        return None
+    shown = "; ".join(f"{markdown_text(label)}: {d}" for label, d in domains)
+    return (f"Not alike in training: {shown} (in-domain: trained on the suite's training split; zero-shot: on none "
+            "of it): a difference between them is the model's and its training data's together.")
+
+
 def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     """The comparison as text: what was computed, a table of estimates, a table of paired tests;
     with ``by_part`` each part's estimates and (when computed: ``compare(by_part=True)``) each
@@ -479,6 +492,8 @@ def format_comparison(c: Comparison, *, by_part: bool = False) -> str:
     if approximate:
         lines += ["", "Not exact: " + "; ".join(f"{md(label)}: {note}" for label, note in approximate)
                   + ": its rankings need not be the exact inner-product top-k."]
+    if (note := domain_note([(s.label, s.result) for s in c.systems])) is not None:
+        lines += ["", note]
     if by_part and parts == 1:
         lines += ["", "(one part: its numbers are the ones above)"]
     if by_part and parts > 1:

@@ -117,3 +117,12 @@ def test_the_board_marks_and_filters_rows_by_domain(tmp_path):
     box = re.search(r'<select data-field="domain">(.*?)</select>', page).group(1)
     assert re.findall(r'<option value="([^"]*)">', box) == ["", "=in-domain", "=unknown", "=zero-shot"]
     assert '<span class="domain domain-in-domain">in-domain</span>' in page
+
+
+def test_compare_says_when_two_rows_differ_in_domain(tmp_path):
+    from harness.analysis.compare import domain_note
+
+    dpr, bm25 = _result(tmp_path, "dpr-nq", "nq", name="a"), _result(tmp_path, "bm25", "nq", name="b")
+    note = domain_note([("dpr-nq", dpr), ("bm25", bm25)])
+    assert note is not None and "dpr-nq: in-domain" in note and "bm25: zero-shot" in note
+    assert domain_note([("bm25", bm25), ("bm25 again", bm25)]) is None
