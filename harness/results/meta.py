@@ -104,4 +104,69 @@ def result_domain(result: Result) -> Domain:
     return domain(result_meta(result), suite_train(result.suite))
 
 
-__all__ = ["MODEL_KEY", "model_block", "result_domain", "result_meta", "stage_meta", "suite_train"]
+_TEXT_FIELDS = ("model", "similarity", "license", "revision", "note")
+_INT_FIELDS = ("parameters", "embedding_size", "max_tokens")
+
+
+def _meta_problems(value: Any, where: str) -> list[str]:
+    """What is wrong with one recorded :meth:`ModelMeta.to_json` object, each naming its field."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        return [f"'{where}' must be a JSON object or null"]
+    problems = [f"'{where}.{key}' is not a model metadata field" for key in value
+                if key not in ModelMeta.__dataclass_fields__]
+    for key in _TEXT_FIELDS:
+        if value.get(key) is not None and not isinstance(value[key], str):
+            problems.append(f"'{where}.{key}' must be text or null")
+    for key in _INT_FIELDS:
+        item = value.get(key)
+        if item is not None and (isinstance(item, bool) or not isinstance(item, int) or item < 0):
+            problems.append(f"'{where}.{key}' must be a non-negative integer or null")
+    for key in ("open_weights", "trained_on_complete"):
+        if value.get(key) is not None and not isinstance(value[key], bool):
+            problems.append(f"'{where}.{key}' must be true, false or null")
+    trained = value.get("trained_on")
+    if trained is not None and (not isinstance(trained, list) or not all(isinstance(n, str) for n in trained)):
+        problems.append(f"'{where}.trained_on' must be a list of training set names or null")
+    reference = value.get("reference")
+    if reference is not None and not (
+        isinstance(reference, Mapping) and isinstance(reference.get("authors"), str) and isinstance(reference.get("title"), str)
+        and isinstance(reference.get("year"), int) and not isinstance(reference.get("year"), bool)
+        and (reference.get("arxiv") is None or isinstance(reference.get("arxiv"), str))
+    ):
+        problems.append(f"'{where}.reference' must be an object with text authors and title, an integer year and an arXiv id or null")
+    if not problems:
+        try:
+            ModelMeta.from_json(value)
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"'{where}': {' '.join(str(exc).split())}")
+    return problems
+
+
+def metadata_problems(result: Result) -> list[str]:
+    """The problems of ``result``'s model metadata, each one line naming its field: a recorded
+    ``model`` block that is not what :func:`model_block` writes, and a first stage whose
+    metadata, recorded or derived (:func:`result_meta`), says nothing of the training sets it saw
+    (declare ``meta=`` on the spec, with ``trained_on``). Empty when it is all there."""
+    problems: list[str] = []
+    block = result.data.get(MODEL_KEY)
+    if block is not None:
+        if not isinstance(block, Mapping):
+            return [f"'{MODEL_KEY}' must be a JSON object"]
+        problems += [f"'{MODEL_KEY}.{key}' is not a stage (retriever, reranker)" for key in block if key not in ("retriever", "reranker")]
+        for key in ("retriever", "reranker"):
+            if key in block:
+                problems += _meta_problems(block[key], f"{MODEL_KEY}.{key}")
+        if problems:
+            return problems
+    has_first, first = _recorded(block, "retriever")
+    if not has_first:
+        first = stage_meta("retrievers", result.retriever, result.parameters)
+    if first is None or first.trained_on is None:
+        problems.append(f"'{MODEL_KEY}.retriever.trained_on': the training sets retriever {result.retriever!r} saw are "
+                        "unknown (its spec declares no meta=ModelMeta(trained_on=...))")
+    return problems
+
+
+__all__ = ["MODEL_KEY", "metadata_problems", "model_block", "result_domain", "result_meta", "stage_meta", "suite_train"]

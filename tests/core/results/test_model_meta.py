@@ -126,3 +126,20 @@ def test_compare_says_when_two_rows_differ_in_domain(tmp_path):
     note = domain_note([("dpr-nq", dpr), ("bm25", bm25)])
     assert note is not None and "dpr-nq: in-domain" in note and "bm25: zero-shot" in note
     assert domain_note([("bm25", bm25), ("bm25 again", bm25)]) is None
+
+
+def test_metadata_problems_name_their_field(tmp_path):
+    from harness.results.meta import metadata_problems
+
+    assert metadata_problems(_result(tmp_path, "dpr-nq", "nq", name="a")) == []
+    (line,) = metadata_problems(_result(tmp_path, "not-installed", "nq", name="b"))
+    assert line.startswith("'model.retriever.trained_on'") and "not-installed" in line
+    doc = make_result("bm25", suite="nq")
+    doc["model"] = {"retriever": {**ModelMeta().to_json(), "parameters": -1, "trained_on": "nq", "extra": 1}, "third": None}
+    write_result(doc, tmp_path / "c")
+    (result,) = read_results(tmp_path / "c")
+    problems = metadata_problems(result)
+    assert "'model.third' is not a stage (retriever, reranker)" in problems
+    assert "'model.retriever.parameters' must be a non-negative integer or null" in problems
+    assert "'model.retriever.trained_on' must be a list of training set names or null" in problems
+    assert "'model.retriever.extra' is not a model metadata field" in problems
