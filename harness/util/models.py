@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -16,12 +17,30 @@ _IGNORED_PREFIXES = ("optimizer", "scheduler", "trainer_state", "training_args",
 _digest_cache: dict[tuple[str, tuple], str] = {}
 
 
+#: JSON keys whose boolean says how a model's files were loaded when it was saved (the tokenizer's
+#: ``local_files_only``, set by ``HF_HUB_OFFLINE``, and ``is_local``), read as a local offline load
+#: writes them.
+_LOADED_FLAGS = re.compile(rb'("(?:local_files_only|is_local)"\s*:\s*)false\b')
+#: JSON keys whose text names where a model's files were loaded from (older libraries write them),
+#: read as empty.
+_LOADED_FROM = re.compile(rb'("(?:_name_or_path|name_or_path|tokenizer_file|_commit_hash)"\s*:\s*)"(?:[^"\\]|\\.)*"')
+
+
+def canonical_json(data: bytes) -> bytes:
+    """A model directory's JSON file as a local, offline load writes it: how and where the files
+    were loaded when the model was saved is left out of its digest (a file holding no such value
+    is unchanged)."""
+    return _LOADED_FROM.sub(rb'\1""', _LOADED_FLAGS.sub(rb"\1true", data))
+
+
 def directory_digest(path: str | os.PathLike) -> str:
     """sha256 over a model directory's relevant files (relative path, size, content), recursively.
 
     Weights, configs and tokenizer files count; READMEs, hidden files and optimizer or trainer
     state do not, so a copy of a directory, or one with a regenerated model card, has the same
-    digest. Cached per process by the files' sizes and mtimes.
+    digest. JSON files count as :func:`canonical_json` reads them, so the same weights saved
+    online or offline, or loaded from another folder, have one digest (the libraries' version
+    stamps count). Cached per process by the files' sizes and mtimes.
     """
     root = Path(path).expanduser().resolve()
     files = sorted(
@@ -39,6 +58,10 @@ def directory_digest(path: str | os.PathLike) -> str:
         digest = hashlib.sha256()
         for p in files:
             rel = p.relative_to(root).as_posix().encode()
+            if p.suffix.lower() == ".json":
+                data = canonical_json(p.read_bytes())
+                digest.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
+                continue
             digest.update(len(rel).to_bytes(8, "little") + rel + p.stat().st_size.to_bytes(8, "little"))
             with open(p, "rb") as f:
                 while block := f.read(1 << 22):

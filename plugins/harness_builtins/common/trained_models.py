@@ -3,17 +3,13 @@
 ``late-interaction`` re-ranker.
 
 - :func:`model_digest`: a content digest of a model folder that depends on what the model
-  computes (weights, configuration, vocabulary), not on how its files were loaded when it was
-  saved. Saving a model records such things in its JSON files: the tokenizer's
-  ``local_files_only`` (set by ``HF_HUB_OFFLINE``) and ``is_local``, and with older libraries the
-  path or hub name it was loaded from (``_name_or_path``, ``name_or_path``, ``tokenizer_file``,
-  ``_commit_hash``). The digest reads those as a local, offline load writes them (``true``, and no
-  path), so the same weights trained online or offline, or from a copy in another folder, give one
-  digest. Otherwise it is :func:`harness.util.models.directory_digest`'s: the same files (weights,
-  configs, vocabularies; no READMEs, hidden files or optimizer state), each as relative path,
-  size and bytes, so a folder holding no such values has the same digest under both. The
-  libraries' version stamps (``transformers_version``, ``__version__``) count: weights written
-  by other versions are other files.
+  computes (weights, configuration, vocabulary), not on how or where its files were loaded when
+  it was saved (:func:`harness.util.models.directory_digest`, whose JSON files are read as a
+  local, offline load writes them: the tokenizer's ``local_files_only``, set by
+  ``HF_HUB_OFFLINE``, and ``is_local`` as ``true``, and with older libraries no path or hub name
+  in ``_name_or_path``, ``name_or_path``, ``tokenizer_file`` or ``_commit_hash``). The same
+  weights trained online or offline, or from a copy in another folder, give one digest; the
+  libraries' version stamps (``transformers_version``, ``__version__``) count.
 - :func:`describe_model`: an initial model as results record it: a hub id or a packaged model's
   short name as given, a local folder as its name and digest (never the path it was at).
 - :func:`foreign_module`: a sentence-transformers folder whose ``modules.json`` or
@@ -23,64 +19,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import Any
 
-#: Files of a model folder that determine its vectors (as :func:`harness.util.models.directory_digest`).
-_SUFFIXES = (".json", ".txt", ".model", ".safetensors", ".bin", ".pt", ".pth")
-#: Training leftovers and documents that may sit in a model folder but do not change the model.
-_IGNORED = ("optimizer", "scheduler", "trainer_state", "training_args", "rng_state", "readme", ".")
-#: JSON keys whose boolean says how the files were loaded, read as a local offline load writes them.
-_LOADED_FLAGS = re.compile(rb'("(?:local_files_only|is_local)"\s*:\s*)false\b')
-#: JSON keys whose text names where the files were loaded from, read as empty.
-_LOADED_FROM = re.compile(rb'("(?:_name_or_path|name_or_path|tokenizer_file|_commit_hash)"\s*:\s*)"(?:[^"\\]|\\.)*"')
-
-_cache: dict[tuple[str, tuple], str] = {}
-
-
-def _files(root: Path) -> list[Path]:
-    return sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and p.suffix.lower() in _SUFFIXES
-        and not any(part.lower().startswith(_IGNORED) for part in p.relative_to(root).parts)
-    )
-
-
-def canonical_json(data: bytes) -> bytes:
-    """A model folder's JSON file as a local, offline load writes it (see the module notes)."""
-    return _LOADED_FROM.sub(rb'\1""', _LOADED_FLAGS.sub(rb"\1true", data))
-
 
 def model_digest(path: str | os.PathLike) -> str:
-    """``sha256:<hex>`` of a model folder's contents (see the module notes); cached per process by
-    the files' sizes and modification times."""
-    from harness.errors import HarnessError
+    """``sha256:<hex>`` of a model folder's contents (see the module notes)."""
+    from harness.util.models import directory_digest
 
-    root = Path(path).expanduser().resolve()
-    files = _files(root) if root.is_dir() else []
-    if not files:
-        raise HarnessError(f"{root}: no model files (config, weights, vocabulary) in this directory")
-    stamp = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    key = (str(root), stamp)
-    if key not in _cache:
-        digest = hashlib.sha256()
-        for p in files:
-            rel = p.relative_to(root).as_posix().encode()
-            if p.suffix.lower() == ".json":
-                data = canonical_json(p.read_bytes())
-                digest.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
-                continue
-            digest.update(len(rel).to_bytes(8, "little") + rel + p.stat().st_size.to_bytes(8, "little"))
-            with open(p, "rb") as f:
-                while block := f.read(1 << 22):
-                    digest.update(block)
-        _cache[key] = "sha256:" + digest.hexdigest()
-    return _cache[key]
+    return directory_digest(path)
 
 
 def short(digest: str) -> str:
@@ -114,11 +64,15 @@ MODULE_PREFIXES = ("sentence_transformers.",)
 
 
 def named_types(value: Any) -> Iterator[str]:
-    """Every ``"type"`` text in a ``modules.json`` / ``router_config.json`` value, at any depth."""
+    """Every class a ``modules.json`` / ``router_config.json`` value names, at any depth: each
+    ``"type"`` text, and each text of a ``"types"`` object (a Router's modules by name)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key == "type" and isinstance(item, str):
                 yield item
+            elif key == "types" and isinstance(item, dict):
+                yield from (v for v in item.values() if isinstance(v, str))
+                yield from named_types([v for v in item.values() if not isinstance(v, str)])
             else:
                 yield from named_types(item)
     elif isinstance(value, list):

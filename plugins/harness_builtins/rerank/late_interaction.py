@@ -130,13 +130,20 @@ def write_checkpoint(directory: Any, m, encoder: str, options: dict[str, Any]) -
 
 def checkpoint_digest(root: Path) -> str:
     """``sha256:<hex>`` of what a checkpoint's scores depend on: for a ``harness train`` output its
-    ``model/``, head and record (not its intermediate ``checkpoints/``), else the whole folder."""
+    model's contents (:func:`~harness_builtins.common.trained_models.model_digest`), its head's
+    bytes and the passage format its record states (not the record's other values: its paths,
+    times and versions decide no score; nor its intermediate ``checkpoints/``), else the whole
+    folder."""
     import hashlib
 
+    from harness_builtins.common.trained_models import model_digest
+
     if is_finished(root) and not (root / CONFIG_FILE).is_file():
-        digest = hashlib.sha256(directory_digest(root / MODEL_DIR).encode())
-        for name in (LOSS_STATE_FILE, RECORD_FILE):
-            digest.update(name.encode() + (root / name).read_bytes())
+        checkpoint = Checkpoint.read(root, model=False)
+        digest = hashlib.sha256(model_digest(root / MODEL_DIR).encode())
+        head = checkpoint.loss_state or root / LOSS_STATE_FILE
+        digest.update(LOSS_STATE_FILE.encode() + head.read_bytes())
+        digest.update(b"format:" + checkpoint.format.encode())
         return "sha256:" + digest.hexdigest()
     return directory_digest(root)
 

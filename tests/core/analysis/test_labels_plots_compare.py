@@ -82,9 +82,9 @@ def test_trained_results_are_labelled_by_variant_training_data_and_digest(tmp_pa
     # the committed demo results: every trained file its own label
     committed = read_results(COMMITTED)
     by_file = {r.path.name: result_label(r) for r in committed}
-    assert by_file["demo--trained--32869a37.json"] == "trained: qsft on demo-train (32869a37)"
-    assert by_file["demo--trained--b757eac3.json"] == "trained: dpr on demo-train (b757eac3)"
-    assert by_file["demo--specialised--81a46bd0.json"] == "specialised on demo-train (81a46bd0)"
+    assert by_file["demo--trained--4d253ded.json"] == "trained: qsft on demo-train (4d253ded)"
+    assert by_file["demo--trained--e3f993ad.json"] == "trained: dpr on demo-train (e3f993ad)"
+    assert by_file["demo--specialised--1e758dc5.json"] == "specialised on demo-train (1e758dc5)"
     assert by_file["demo--bm25--4566dfd2.json"] == "bm25"
     assert len(set(by_file.values())) == len(by_file)
     # training data: names without digests or folders, several joined
