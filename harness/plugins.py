@@ -31,8 +31,6 @@ STRICT_ENV = "HARNESS_STRICT_PLUGINS"
 DISABLE_ENV = "HARNESS_DISABLE_PLUGINS"
 #: The name the core's own hook implementations are registered under.
 CORE_PLUGIN = "harness"
-#: The top-level package of harness's built-in plugins (distributed with the core).
-BUILTIN_PACKAGE = "harness_builtins"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,7 +280,8 @@ def loaded_plugins() -> LoadedPlugins:
 @dataclass(frozen=True)
 class Culprit:
     """The plugin whose code raised an exception: its entry-point name, its distribution, and
-    whether it is one of harness's own built-in plugins (:data:`BUILTIN_PACKAGE`)."""
+    whether it is one of harness's own built-in plugins (installed by the distribution that
+    installed the core)."""
 
     name: str
     distribution: str
@@ -291,6 +290,23 @@ class Culprit:
 
 def _top_package(module: str) -> str:
     return module.partition(":")[0].partition(".")[0]
+
+
+@functools.cache
+def _core_distributions() -> frozenset[str]:
+    """The distribution(s) that installed the ``harness`` package: their plugins are the core's
+    own built-ins (read once, when a failure is first reported)."""
+    from importlib.metadata import packages_distributions
+
+    try:
+        return frozenset(packages_distributions().get("harness", ()))
+    except Exception:  # unreadable metadata: no plugin is taken for a built-in
+        return frozenset()
+
+
+def is_builtin(info: PluginInfo) -> bool:
+    """Whether ``info`` is one of harness's own plugins (installed with the core)."""
+    return info.distribution in _core_distributions()
 
 
 def _already_loaded() -> LoadedPlugins | None:
@@ -317,9 +333,9 @@ def _plugins_by_package() -> dict[str, PluginInfo]:
 
 def culprit(exc: BaseException) -> Culprit | None:
     """The installed plugin whose code raised ``exc``: the innermost frame of its traceback that
-    runs a module of a loaded plugin's top-level package (for harness's built-in plugins,
-    :data:`BUILTIN_PACKAGE`, the distribution is harness's own). None when no plugin's code is in
-    the traceback: the core raised it on its own."""
+    runs a module of a loaded plugin's top-level package (harness's built-in plugins share one,
+    and the core's distribution). None when no plugin's code is in the traceback: the core raised
+    it on its own."""
     packages = _plugins_by_package()
     if not packages:
         return None
@@ -334,8 +350,7 @@ def culprit(exc: BaseException) -> Culprit | None:
         tb = tb.tb_next
     if found is None:
         return None
-    builtin = _top_package(found.module) == BUILTIN_PACKAGE
-    return Culprit(name=found.name, distribution=found.distribution, builtin=builtin)
+    return Culprit(name=found.name, distribution=found.distribution, builtin=is_builtin(found))
 
 
 def distribution_of(plugin: str) -> str | None:
@@ -345,6 +360,6 @@ def distribution_of(plugin: str) -> str | None:
     if loaded is None:
         return None
     info = loaded.info(plugin)
-    if info is None or _top_package(info.module) == BUILTIN_PACKAGE:
+    if info is None or is_builtin(info):
         return None
     return info.distribution
