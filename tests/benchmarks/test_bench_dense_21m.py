@@ -163,11 +163,15 @@ print(json.dumps({
 
 def write_wikipedia_cache(root: Path) -> Path:
     """The simulated cache under ``root`` (a dense cache root, ``<cache_dir>/dense``); its path."""
-    from types import SimpleNamespace
-
     from harness_builtins.dense.embeddings import CACHE_FORMAT, META_FILE, cache_key, cache_path, shard_name
 
-    path = cache_path(root, SimpleNamespace(name=CORPUS, fingerprint=FINGERPRINT), IDENTITY)
+    class Corpus:  # what cache_path reads: the name, fingerprint and size
+        name, fingerprint = CORPUS, FINGERPRINT
+
+        def __len__(self):
+            return ROWS
+
+    path = cache_path(root, Corpus(), IDENTITY)
     path.mkdir(parents=True)
     shards = -(-ROWS // SHARD)
     last = ROWS - (shards - 1) * SHARD
