@@ -18,14 +18,21 @@ are saved next to the embeddings (``index-<kind>-<digest>.faiss``) and reused.
 The ``gpu`` option (``auto``, ``true``, ``false``) says where searches run:
 
 - ``flat`` on GPUs is :class:`~harness_builtins.dense.gpu_flat.TorchFlatIP` whenever torch sees
-  CUDA devices: float16 rows split over every visible GPU, split-float16 products with float32
-  output, candidates re-scored in float32 (the CPU search's scores), ties by the lower row among
-  the candidates, any
-  ``k``. It needs no faiss GPU build. When the rows (plus 2 GiB) do not fit the GPUs' free
+  CUDA devices: a float32 cache's rows in float32 where they fit (float32 products, TF32 off),
+  else float16 rows with split-float16 products with float32 output; rows split over every
+  visible GPU, candidates re-scored in float32 (the CPU search's scores), ties by the lower row
+  among the candidates, any ``k``. It needs no faiss GPU build. When the rows (plus 2 GiB) do not fit the GPUs' free
   memory, ``gpu=auto`` searches on CPU (said once on stderr) and ``gpu=true`` is an error.
 - ``ivfpq`` runs on GPU 0 when the installed faiss has GPU support (faiss's own
   ``GpuIndexIVFPQ``; its CPU original answers ``k`` above 2048, faiss's GPU limit); otherwise on
   CPU, with one line on stderr when a GPU is visible. HNSW stays on CPU.
+
+Every exact search is proven (:meth:`DenseIndex.ranked`): each search returns, per question, a
+ceiling on the exact score of every row it left out (:meth:`DenseIndex.search_bounded`, from the
+bounds of :mod:`~harness_builtins.dense.bounds`), a question whose ``k``-th re-scored score is not
+above it is searched again with more candidates, and what stays unproven is counted. HNSW and
+IVF-PQ are approximate: their ``compute`` says ``search_precision: approximate`` with their
+settings (``search_index``).
 
 Exact search at Wikipedia scale (21M x 768 = 32 GB in float16, 64 GB in float32):
 
