@@ -28,7 +28,7 @@ The core is layered; each folder is one layer, each module one idea. Roughly fro
 
 Imports go one way. No module imports one that imports it back, directly or through others;
 ``data`` and ``runfiles`` never import the runner (``evaluate``), ``results`` never imports
-``analysis``, ``util`` never imports the plugin machinery (``tests/test_architecture.py`` holds
+``analysis``, ``util`` never imports the plugin machinery (``tests/rules/test_architecture.py`` holds
 these rules). Plugins (built-in ones included) import the core's public modules
 (:data:`PUBLIC_MODULES`), and nothing in the core imports a plugin.
 """

@@ -18,7 +18,7 @@ booleans or null, texts strings or null and, in a pyserini run, holding a newlin
 are decoded). Where anything differs from that common shape, or msgspec refuses the file (NaN,
 numbers out of range, lone surrogates, nesting too deep), :func:`read_columns` returns None and the general reader
 (:mod:`harness.runfiles.readers`) reads the file and words any error. The two give the same run
-(``tests/test_runs_columns.py``).
+(``tests/core/runfiles/test_runs_columns.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
   with UPR's and ART's prompt templates (the ``upr`` re-ranker, the ``art`` loss's teacher and
   ``harness data generate-questions`` use it).
 
-A built-in plugin imports another plugin's modules only through this package (tests/test_architecture.py
+A built-in plugin imports another plugin's modules only through this package (tests/rules/test_architecture.py
 lists the few exceptions and why). Importing it imports nothing heavy: torch and transformers are
 imported inside the functions that need them.
 """
