@@ -255,3 +255,30 @@ def test_an_approximate_index_records_that_it_is_approximate_with_its_settings(t
     assert index.search_bounded(vectors[:2], 5)[1] is None  # nothing to prove
     flat = DenseIndex.build(cache_of(tmp_path, vectors, "approx"), IndexConfig(kind="flat", gpu="false"), progress=False)
     assert flat.compute["search_precision"] == "fp32" and "search_index" not in flat.compute
+
+
+def test_a_result_of_an_approximate_index_records_it(tmp_path):
+    from harness.api import RunContext
+    from harness.evaluate import evaluate_retriever
+    from harness.results.schema import validate
+    from harness.testing import toy_suite
+    from harness_builtins.dense.retriever import DenseRetriever
+
+    class Random:
+        def identity(self):
+            return "random-8"
+
+        def encode_queries(self, queries):
+            return np.random.default_rng(len(queries)).standard_normal((len(queries), 8)).astype(np.float32)
+
+        def encode_passages(self, passages):
+            return np.random.default_rng(len(passages)).standard_normal((len(passages), 8)).astype(np.float32)
+
+    retriever = DenseRetriever(Random(), index=IndexConfig(kind="hnsw", hnsw_m=16))
+    result = evaluate_retriever(retriever, toy_suite(), name="approx", plugin="test", k=[1],
+                                context=RunContext(cache_dir=tmp_path, progress=False)).result
+    validate(result, source="r.json")
+    compute = result["compute"]["retriever"]
+    assert compute["search_precision"] == "approximate"
+    assert compute["search_index"] == {"index": "hnsw", "hnsw_m": 16, "hnsw_ef_construction": 200,
+                                       "hnsw_ef_search": 128, "hnsw_metric": "ip"}
