@@ -170,9 +170,9 @@ def _section_view(section: Section, output_dir: Path, plots: Mapping[str, Sequen
     for row in section.rows:
         name = row.label + (f" ({row.seeds} seeds)" if row.seeds > 1 else "")
         links = ", ".join(_link(r, output_dir) for r in row.results)
-        table.append([_cell(name), _cell(row.parameters)] + [_value_cell(cell) for cell in row.cells] + [links, row.domain])
-    table += [[*row, "–"] for row in _published_rows(section.published, ks)]
-    headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["result", "domain"]
+        table.append([_cell(name), _cell(row.parameters)] + [_value_cell(cell) for cell in row.cells] + [row.domain, links])
+    table += [[*row[:-1], "–", row[-1]] for row in _published_rows(section.published, ks)]
+    headers = ["retriever", "parameters"] + [f"top-{k}" for k in ks] + ["domain", "result"]
     rows = [Row(list(row.results)) for row in section.rows]
     images = []
     for image in plots.get(section.suite, ()) if not several else ():

@@ -203,7 +203,7 @@ def test_hostile_published_tables_add_no_markup_no_link_and_no_rows(tmp_path, mo
     assert main(["leaderboard", "--results-dir", str(results), "--output", str(output)]) == 0, capsys.readouterr().err
     markdown = output.read_text(encoding="utf-8")
     assert_inert(markdown)
-    section = markdown[markdown.index("\n## nq"):markdown.index("\n## Published numbers")]
+    section = markdown[markdown.index("\n## nq"):markdown.index("\n## The literature")]
     rows = cells(section, raw=True)
     assert len([r for r in rows if r[-1].endswith(".json)")]) == 1
     from harness.analysis.published import rows_for_suite

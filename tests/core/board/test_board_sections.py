@@ -105,7 +105,7 @@ def test_leaderboard_rows_are_ordered_and_recomputed_from_ranks(tmp_path):
     # strong: top-1 25%, top-5 75%; weak: top-5 25%, top-100 50%
     assert strong_row[:6] == ["strong", "a=1", "25.00", "75.00", "75.00", "75.00"]
     assert weak_row[:6] == ["weak", "a=1", "0.00", "25.00", "25.00", "50.00"]
-    assert strong_row[6].startswith("[s--strong--") and "(results/s--strong--" in strong_row[6]
+    assert strong_row[-1].startswith("[s--strong--") and "(results/s--strong--" in strong_row[-1]
     assert "## s (SYNTHETIC)" in markdown
 
 
@@ -157,7 +157,7 @@ def test_leaderboard_is_deterministic_and_keeps_the_newest_per_configuration(tmp
     m1 = render(read_results(d1 / "results"), output_dir=d1, results_dir=d1 / "results")
     m2 = render(read_results(d2 / "results"), output_dir=d2, results_dir=d2 / "results")
     (row,) = cells(m1)
-    assert row[:3] == ["r", "a=1", "100.00"] and row[6] == "[a.json](results/a.json)"
+    assert row[:3] == ["r", "a=1", "100.00"] and row[-1] == "[a.json](results/a.json)"
     assert m1.replace("a.json", "X") == m2.replace("z.json", "X")
 
 
@@ -210,7 +210,7 @@ def test_cells_cannot_break_the_table(tmp_path):
     result = make_result(retriever="evil | 1.00 | 2.00", params={"note": "a|b\nc"})
     markdown = _board(tmp_path, [result])
     rows = [line for line in markdown.splitlines() if line.startswith("| evil")]
-    assert rows and all(line.count("|") - line.count("\\|") == 9 for line in rows[:1])  # 8 columns, domain last
+    assert rows and all(line.count("|") - line.count("\\|") == 9 for line in rows[:1])  # 8 columns: domain before result
     assert "evil \\| 1.00 \\| 2.00" in markdown and "a\\|b c" in markdown
 
 

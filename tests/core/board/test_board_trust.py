@@ -43,7 +43,7 @@ def test_a_name_with_pipes_cannot_forge_columns(tmp_path):
     results_dir, _ = _board_files(tmp_path, [make_result("x | 100.00 | 100.00 | 100.00 | 100.00")])
     markdown = render(read_results(results_dir), output_dir=tmp_path, results_dir=results_dir)
     (row,) = cells(markdown)
-    assert len(row) == 7 and row[2] == "25.00"
+    assert len(row) == 8 and row[2] == "25.00"  # 4 cutoffs, domain and result
 
 
 def test_other_question_sets_get_their_own_sections(tmp_path):
