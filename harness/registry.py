@@ -10,7 +10,13 @@ One :class:`Registry` per kind of extension; adding a kind means one hookspec in
 :func:`load` resolves ``NAME`` or ``NAME:ARGUMENT`` (a spec with an ``argument``, such as
 ``hybrid:bm25+dpr-multi``), refuses options the spec does not declare (with a did-you-mean), checks
 and coerces the given values with the spec's declarations (:class:`harness.api.Option`: types,
-bounds, choices), and calls the spec's ``load``. Every caller that turns a name into an object goes through it.
+bounds, choices), and calls the spec's ``load`` with every declared option, the given values over
+the defaults (:func:`resolved_options`). Every caller that turns a name into an object goes through it.
+
+An exception raised while a named thing's code runs (:func:`running`: loading it, a retriever's
+``index`` and ``search``, a command) is marked with what ran; when a plugin's code raised it, the
+command line reports it in one line as that plugin's failure, naming its distribution
+(:func:`failure_line`).
 
 A plugin whose hook raises, or registers a record of the wrong type, is recorded as that plugin's
 failure (:mod:`harness.plugins`) and contributes nothing to that kind; the other plugins' entries

@@ -2,7 +2,8 @@
 
 - :mod:`harness.api.corpus`      :class:`Passage`, the :class:`Corpus` protocol, :class:`InMemoryCorpus`,
   the corpus fingerprint
-- :mod:`harness.api.suites`      :class:`Question`, :class:`Part`, :class:`Suite`, :class:`SuiteSpec`
+- :mod:`harness.api.suites`      :class:`Question`, :class:`Part`, :class:`Suite` (``Suite.from_lists``:
+  a suite from Python lists), :class:`SuiteSpec`
 - :mod:`harness.api.retrievers`  :class:`Hit`, :class:`RunContext`, the :class:`Retriever` protocol,
   :class:`RetrieverSpec`
 - :mod:`harness.api.metrics`     :class:`MetricSpec` over first-hit ranks
