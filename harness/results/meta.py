@@ -44,11 +44,17 @@ def stage_meta(kind: str, name: str, parameters: Mapping[str, Any]) -> ModelMeta
         options = dict(parameters)
         if ":" in name:
             options.setdefault("argument", name.split(":", 1)[1])
-        meta = meta_of(found.get(base).meta, options)
+        try:
+            meta = meta_of(found.get(base).meta, options)
+        except Exception:  # a declaration that cannot read these recorded parameters: unknown, never a crash
+            meta = None
     if meta is None:
         training = training_record(parameters)
         if training is not None:
-            meta = training_meta(training, _known_sets())
+            try:
+                meta = training_meta(training, _known_sets())
+            except (TypeError, ValueError, AttributeError):
+                meta = None
     return meta
 
 

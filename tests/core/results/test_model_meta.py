@@ -14,6 +14,7 @@ from harness.board.html import render_html
 from harness.board.sections import sections
 from harness.results.meta import model_block, result_domain, result_meta
 from harness.results.schema import read_results, write_result
+from helpers.paths import REPO
 from helpers.result_docs import make_result
 
 BUILTIN_PLUGINS = {"bm25", "dense", "hybrid", "rerank"}
@@ -143,3 +144,21 @@ def test_metadata_problems_name_their_field(tmp_path):
     assert "'model.retriever.parameters' must be a non-negative integer or null" in problems
     assert "'model.retriever.trained_on' must be a list of training set names or null" in problems
     assert "'model.retriever.extra' is not a model metadata field" in problems
+
+
+def test_suite_specs_name_their_training_split(tmp_path):
+    from harness.data.catalog import read_suite_spec
+    from harness.errors import InputFileError
+
+    spec = REPO / "datasets_spec" / "suites" / "nq.toml"
+    text = spec.read_text(encoding="utf-8")
+    assert read_suite_spec(spec).train == ("biencoder-nq-train",)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('train = ["biencoder-nq-train"]', 'train = ["NQ train"]'), encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"'train'\[0\] must name a training set"):
+        read_suite_spec(bad)
+    none = tmp_path / "none.toml"
+    none.write_text(text.replace('train = ["biencoder-nq-train"]\n', ""), encoding="utf-8")
+    assert read_suite_spec(none).train is None
+    assert registry.suites().get("entityquestions").train == ("entityquestions-train",)
+    assert registry.suites().get("demo").train == ("demo-train",)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from harness import hookimpl
 from harness.api import (
-    EncoderSpec, LossSpec, Options, Recipe, RetrieverSpec, SuiteSpec, VariantSpec, boolean, integer, positive_float,
+    EncoderSpec, LossSpec, ModelMeta, Options, Recipe, RetrieverSpec, SuiteSpec, VariantSpec, boolean, integer,
+    positive_float,
 )
 
 __version__ = "0.1.0"
@@ -84,6 +85,8 @@ def register_retrievers(register):
             description="example plugin: ranks passages by how many distinct question words occur in title + text",
             load=load_retriever,
             options=RETRIEVER_OPTIONS,
+            # no weights and no training data: on every suite it is zero-shot
+            meta=ModelMeta(model="example-overlap", license="Apache-2.0", trained_on=()),
         )
     )
 
