@@ -97,7 +97,7 @@ class TypedList(_Typed, list):
     pass
 
 
-class TypedDict(_Typed, dict):
+class TypedMapping(_Typed, dict):
     pass
 
 
@@ -113,7 +113,7 @@ def _plain(value: Any) -> Any:
         return float(value)
     if isinstance(value, TypedList):
         return list(value)
-    if isinstance(value, TypedDict):
+    if isinstance(value, TypedMapping):
         return dict(value)
     return value
 
@@ -122,7 +122,7 @@ def typed(value: Any, text: str) -> Any:
     """``value`` parsed from ``text`` (``-o`` parses JSON), keeping ``text`` for a text option:
     an integer, number, list or mapping comes back as an equal value of a subclass with ``.text``;
     anything else (text, ``true``/``false``, ``null``) as it is."""
-    kind = {int: TypedInt, float: TypedFloat, list: TypedList, dict: TypedDict}.get(type(value))
+    kind = {int: TypedInt, float: TypedFloat, list: TypedList, dict: TypedMapping}.get(type(value))
     if kind is None:
         return value
     out = kind(value)
