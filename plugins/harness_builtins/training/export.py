@@ -27,6 +27,8 @@ from harness.errors import HarnessError, warn
 from harness.results.checkpoint import Checkpoint
 from harness.util.atomic import atomic_dir, remove_stale
 
+from harness_builtins.common.trained_models import foreign_module
+
 
 def _sides(model) -> dict[str, list]:
     from sentence_transformers.sentence_transformer.modules import Router
@@ -62,6 +64,9 @@ def export_dpr(checkpoint: str | Path, dest: str | Path) -> Path:
 
     found, dest = Checkpoint.read(checkpoint), Path(dest)
     _check_dest(dest)
+    problem = foreign_module(found.model_dir)
+    if problem is not None:  # checked before loading: loading would import that class's module
+        raise HarnessError(f"{found.model_dir}: cannot load the trained model: {problem}")
     if found.format != "dpr":
         warn(f"{checkpoint} was trained on passages formatted {found.format!r}; DPR tools feed 'title [SEP] text' "
              f"(train with --format dpr for an exact match)")

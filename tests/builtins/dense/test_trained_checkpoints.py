@@ -199,3 +199,12 @@ def test_the_late_interaction_reranker_is_identified_by_weights_head_and_format(
     record.write_text(json.dumps(data))
     c = registry.load("rerankers", "late-interaction", {"path": str(copy)}).value.parameters()
     assert c != a  # the passage format decides the scores
+
+
+def test_export_dpr_refuses_a_foreign_class_before_importing_it(tampered, tmp_path, capsys):
+    modules = tampered / "model" / "modules.json"
+    modules.write_text(modules.read_text().replace(': "sentence_transformers.', ': "harness_evil_module.', 1))
+    assert main(["export-dpr", str(tampered), str(tmp_path / "dpr")]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"harness: error: {tampered / 'model'}: cannot load the trained model: {modules} names the class")
+    assert not (tmp_path / "dpr").exists()
