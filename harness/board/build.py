@@ -46,6 +46,8 @@ class Board:
     sections: list
     markdown: str
     pages: dict[str, str] = field(default_factory=dict)
+    #: The real suites' published rows (:func:`harness.board.sections.literature`).
+    literature: list = field(default_factory=list)
 
     @property
     def plot_dir(self) -> Path:
@@ -158,7 +160,8 @@ class Board:
     def _render_pages(self, files: dict[str, bytes] | None = None) -> dict[str, str]:
         from harness.board.html import render_html
 
-        return render_html(self.sections, output_dir=self.html_dir.resolve(), plots=self._plot_svgs(files))
+        return render_html(self.sections, output_dir=self.html_dir.resolve(), plots=self._plot_svgs(files),
+                           literature=self.literature)
 
 
 def _require_writable(targets: dict[Path, list[str]]) -> None:
@@ -221,4 +224,6 @@ def build_board(results_dir: Path, output: Path, *, published: Sequence[Publishe
         published=published, plots=images, board=board, html=f"{HTML_DIR}/{INDEX}",
         pages={suite: f"{HTML_DIR}/{name}" for suite, name in page_names([s.suite for s in board]).items()},
     )
-    return Board(results_dir, output, results, superseded, plots, board, markdown)
+    from harness.board.sections import literature
+
+    return Board(results_dir, output, results, superseded, plots, board, markdown, literature=literature(published, board))

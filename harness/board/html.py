@@ -48,11 +48,13 @@ from markupsafe import Markup
 from harness.analysis.ceiling import question_list
 from harness.analysis.stats import format_p
 from harness.board.cells import IDS_IN_HTML, cost_details, cost_sort, cost_summary, pct
-from harness.board.sections import RESAMPLES, BoardCell, BoardRow, PublishedEntry, Section
+from harness.board.sections import RESAMPLES, BoardCell, BoardRow, LiteratureSection, PublishedEntry, Section
 from harness.results.labels import part_title
 from harness.results.report import link_target, one_line
 
 INDEX = "index.html"
+#: The page of the real suites' published rows (:func:`harness.board.sections.literature`).
+LITERATURE = "literature.html"
 #: What a cell of the ``tier-best`` class means.
 TIER_NOTE = "best or not significantly different from the best: exact McNemar, Holm, α=0.05"
 SYNTHETIC_NOTE = "generated data; these numbers are not comparable with any published benchmark"
@@ -114,26 +116,43 @@ def _environment() -> jinja2.Environment:
 
 
 def render_html(
-    sections: Sequence[Section], *, output_dir: Path, plots: Mapping[str, Sequence[tuple[str, str]]] | None = None
+    sections: Sequence[Section], *, output_dir: Path, plots: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    literature: Sequence[LiteratureSection] = (),
 ) -> dict[str, str]:
     """File name -> page: :data:`INDEX` and one page per suite (:func:`page_names`), sorted by
     name. ``output_dir`` is where the pages will live (links to result files are relative to it);
     ``plots`` maps a suite to its plots as ``(stem, SVG text)``, drawn under a suite with one
-    question set."""
+    question set; ``literature``: the real suites' published rows, on their own page
+    (:data:`LITERATURE`, linked from the index) when there are any."""
     names = page_names([s.suite for s in sections])
     by_suite: dict[str, list[Section]] = {}
     for section in sections:
         by_suite.setdefault(section.suite, []).append(section)
-    pages = {INDEX: _index_page(sections, names)}
+    pages = {INDEX: _index_page(sections, names, literature=bool(literature))}
     for suite, group in by_suite.items():
         pages[names[suite]] = _suite_page(suite, group, output_dir, (plots or {}).get(suite, ()))
+    if literature:
+        pages[LITERATURE] = _literature_page(literature)
     return dict(sorted(pages.items()))
+
+
+def _literature_page(literature: Sequence[LiteratureSection]) -> str:
+    """Each real suite's published rows in a table that sorts and filters (by text and domain)."""
+    views = []
+    for section in literature:
+        data = [{"text": one_line(" ".join(["published", e.system, e.citation, e.table, e.version, e.note])),
+                 "domain": _choice(e.domain)} for e in section.entries]
+        selects = [("domain", "in-domain or zero-shot", [e.domain for e in section.entries], ())]
+        columns = [("system", "text")] + [(f"top-{k}", "number") for k in section.ks] + [("source", "text"), ("table", "text")]
+        views.append({"section": section, "selects": _select_options(selects), "columns": columns,
+                      "data": Markup(script_json({"rows": data}))})
+    return _environment().get_template("literature.html.j2").render(title="The literature", script=True, views=views)
 
 
 def page_names(suites: Sequence[str]) -> dict[str, str]:
     """Each suite's page: ``SLUG.html``, the name's letters, digits, ``-`` and ``_`` (other runs as
     ``_``); a slug that is empty, too long, ``index`` or shared by another suite (ignoring case)
-    gets the first 8 hex digits of the name's SHA-256 as well."""
+    gets the first 8 hex digits of the name's SHA-256 as well (``literature`` too: :data:`LITERATURE`)."""
     slugs = {suite: re.sub(r"[^A-Za-z0-9_-]+", "_", suite).strip("_") for suite in sorted(set(suites))}
     taken: dict[str, int] = {}
     for slug in slugs.values():
@@ -141,7 +160,7 @@ def page_names(suites: Sequence[str]) -> dict[str, str]:
     names: dict[str, str] = {}
     for suite, slug in slugs.items():
         digest = hashlib.sha256(suite.encode("utf-8")).hexdigest()
-        if not slug or len(slug) > _SLUG_MAX or slug.lower() == "index" or taken[slug.lower()] > 1:
+        if not slug or len(slug) > _SLUG_MAX or slug.lower() in ("index", "literature") or taken[slug.lower()] > 1:
             slug = f"{slug[:_SLUG_MAX]}-{digest[:8]}".lstrip("-")
         if f"{slug.lower()}.html" in {name.lower() for name in names.values()}:
             slug = f"{slug}-{digest[8:24]}"
@@ -186,7 +205,7 @@ def _positions(sections: Sequence[Section], names: Mapping[str, str]) -> list[tu
     return out
 
 
-def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
+def _index_page(sections: Sequence[Section], names: Mapping[str, str], *, literature: bool = False) -> str:
     """The index; its table of every suite's rows has configuration (a link to its row on its
     suite's page), suite, retriever, variant, re-ranker, seeds and each cutoff any suite reports
     (``–`` where a suite does not), sortable and filterable like a suite's table, with a suite filter."""
@@ -209,7 +228,7 @@ def _index_page(sections: Sequence[Section], names: Mapping[str, str]) -> str:
                ("re-ranker", "text"), ("seeds", "number")] + [(f"top-{k}", "number") for k in ks]
     selects = [("suite", "suite", [item["section"].suite for item in rows], ())] + _row_selects([item["row"] for item in rows])
     return _environment().get_template("index.html.j2").render(
-        title="Leaderboard", script=bool(entries), entries=entries, rows=rows, ks=ks, columns=columns,
+        title="Leaderboard", script=bool(entries), entries=entries, rows=rows, ks=ks, columns=columns, literature=literature,
         selects=_select_options(selects), data=Markup(script_json({"rows": data})),
     )
 

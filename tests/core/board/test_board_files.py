@@ -83,7 +83,7 @@ def test_a_suite_name_longer_than_a_file_name_can_be(tmp_path, capsys):
     assert "Warning" not in captured.err and "warning" not in captured.err
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert all(len(p.name) < 100 for p in files if p.parent != results)
-    assert len(list((tmp_path / "plots").glob("*.svg"))) == 1 and len(list((tmp_path / "html").glob("*.html"))) == 2
+    assert len(list((tmp_path / "plots").glob("*.svg"))) == 1 and len(list((tmp_path / "html").glob("*.html"))) == 3  # index, the suite's, literature
 
 
 def test_rows_identical_on_every_question_are_named(tmp_path):

@@ -22,7 +22,7 @@ import pytest
 
 from harness.api import PublishedRow, PublishedTable
 from harness.cli.main import main
-from harness.board.html import INDEX, MANIFEST, TIER_NOTE, page_names, render_html, script_json
+from harness.board.html import INDEX, LITERATURE, MANIFEST, TIER_NOTE, page_names, render_html, script_json
 from harness.board.cells import cost_summary
 from harness.board.sections import rerank_ceiling, sections
 from harness.results.labels import part_title
@@ -206,11 +206,11 @@ def test_check_covers_the_html_board(committed_board, tmp_path, capsys):
     shutil.copytree(committed_board, folder)
     argv = ["leaderboard", "--results-dir", str(folder / "results"), "--output", str(folder / "README.md")]
     html_dir = folder / "html"
-    assert sorted(p.name for p in html_dir.iterdir()) == ["demo.html", INDEX, MANIFEST]
+    assert sorted(p.name for p in html_dir.iterdir()) == ["demo.html", INDEX, LITERATURE, MANIFEST]
     assert "An interactive board (sortable, filterable, per-part drill-down): [html/index.html](html/index.html)" in (folder / "README.md").read_text()
     capsys.readouterr()
     assert main([*argv, "--check"]) == 0
-    assert "2 HTML pages" in capsys.readouterr().out
+    assert "3 HTML pages" in capsys.readouterr().out
     page = html_dir / "demo.html"
     original = page.read_text(encoding="utf-8")
     page.write_text(original.replace("83.83", "93.83", 1), encoding="utf-8")
@@ -565,4 +565,22 @@ def test_the_index_in_a_headless_browser(browser, committed_board, tmp_path):
     page.wait_for_load_state()
     assert re.search(r"/other\.html#s0-r\d$", page.url)
     assert page.locator(f"#{page.url.rsplit('#', 1)[1]}").is_visible()
+    watched.assert_clean()
+
+
+def test_the_literature_page_filters_by_domain_in_a_headless_browser(browser, committed_board):
+    from harness import registry
+    from harness.board.sections import literature
+
+    lit = literature(list(registry.registry("published")), [])
+    position, nq = next((i, s) for i, s in enumerate(lit) if s.suite == "nq")
+    watched = Watched(browser)
+    page = watched.page
+    page.goto((committed_board / "html" / "literature.html").as_uri())
+    visible = page.locator(f"section#l{position} table.rows > tbody.entry:visible")
+    assert page.locator(f"section#l{position} h2").text_content().startswith("nq")
+    assert visible.count() == len(nq.entries)
+    for value in ("zero-shot", "in-domain"):
+        page.locator(f"section#l{position} select[data-field='domain']").select_option(f"={value}")
+        assert 0 < visible.count() == sum(e.domain == value for e in nq.entries) < len(nq.entries)
     watched.assert_clean()

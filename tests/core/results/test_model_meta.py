@@ -162,3 +162,31 @@ def test_suite_specs_name_their_training_split(tmp_path):
     assert read_suite_spec(none).train is None
     assert registry.suites().get("entityquestions").train == ("entityquestions-train",)
     assert registry.suites().get("demo").train == ("demo-train",)
+
+
+def test_each_real_suite_gets_its_literature_section(tmp_path):
+    from harness.api import PublishedRow, PublishedTable
+    from harness.board.html import LITERATURE, page_names
+    from harness.board.markdown import render
+    from harness.board.sections import literature
+
+    table = PublishedTable(
+        name="t1", title="T", citation="Someone 2020", url="https://example.org/t", version="v2", rows=(
+            PublishedRow(system="DPR-NQ", suite="entityquestions", values={20: 49.7}, retriever="dpr-nq"),
+            PublishedRow(system="DPR-NQ", suite="nq", values={20: 78.4}, retriever="dpr-nq"),
+            PublishedRow(system="Other", suite="nq", values={20: 80.1}),
+            PublishedRow(system="Made up", suite="demo", values={20: 99.0}),
+        ))
+    lit = literature([table], [])
+    assert [s.suite for s in lit] == ["entityquestions", "nq"]  # demo is synthetic: none
+    nq = lit[1]
+    assert [(e.system, e.printed[20], e.domain, e.version) for e in nq.entries] == [
+        ("Other", "80.1", "unknown", "v2"), ("DPR-NQ", "78.4", "in-domain", "v2")]
+    assert lit[0].entries[0].domain == "zero-shot"
+    write_result(make_result("bm25", suite="demo"), tmp_path / "results")
+    markdown = render(read_results(tmp_path / "results"), output_dir=tmp_path, results_dir=tmp_path / "results",
+                      published=[table])
+    section = markdown[markdown.index("### nq (published rows only)"):markdown.index("## Published numbers")]
+    assert "| *published:* DPR-NQ | in-domain | 78.4" in section and "(v2)" in section
+    assert "### demo" not in markdown
+    assert page_names(["literature", "index"])["literature"] != LITERATURE
