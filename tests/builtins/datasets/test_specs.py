@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
@@ -11,6 +10,7 @@ from harness.errors import InputFileError
 from harness.data.questions import FORMATS, read_questions
 from harness.data.catalog import load_catalog, read_corpus_spec, read_suite_spec
 from harness_builtins.datasets.catalog import SPEC_DIR
+from helpers.real_data import local_copy
 
 CATALOG = load_catalog([SPEC_DIR])
 PARTS = [(s.name, p) for s in CATALOG.suites.values() for p in s.parts]
@@ -26,14 +26,6 @@ MISSION = {"nq", "nq-open", "trivia", "wq", "curated", "squad", "entityquestions
 RELATIONS = "P17 P19 P20 P26 P36 P40 P50 P69 P106 P112 P127 P131 P136 P159 P170 P175 P176 P264 P276 P407 P413 P495 P740 P800".split()
 
 
-def local_copy(shared_data: Path, url: str) -> Path:
-    """The ../shared/data copy of a spec'd file (the same files, laid out by source)."""
-    name = url.rsplit("/", 1)[1]
-    if "/anserini-tools/" in url:
-        return shared_data / "dpr-qas" / name
-    if "/natural-questions/" in url:
-        return shared_data / "nq-open" / name
-    return shared_data / "entityquestions" / url.split("/dataset/", 1)[1]
 
 
 def test_every_mission_suite_has_a_spec_and_names_are_unique():

@@ -287,8 +287,8 @@ def test_matrix_marks_incompatible_sizes(tiny_models, tmp_path, monkeypatch):
 
 
 def test_a_registered_encoder_gets_the_whole_engine(tmp_path):
-    """Any EncoderSpec's encoder runs on the engine; its options go to its loader, the engine's
-    (index, shard size) to the engine, and an option neither declares is refused."""
+    """Any EncoderSpec's encoder runs on the engine; its options go to its loader (each declared one,
+    resolved), the engine's (index, shard size) to the engine, and an option neither declares is refused."""
     from harness.api import EncoderSpec
     from harness_builtins.dense.retriever import build_retriever
     from helpers.dense_fakes import HashEncoder
@@ -301,7 +301,7 @@ def test_a_registered_encoder_gets_the_whole_engine(tmp_path):
 
     spec = EncoderSpec(name="fake", description="", load=load, options={"dim": 16, "model": None})
     retriever = build_retriever(spec, model="q-dir", index="hnsw", hnsw_m=8, shard_size=2)
-    assert seen == {"model": "q-dir"}  # the spec's defaults are the loader's to apply
+    assert seen == {"model": "q-dir", "dim": 16}  # every declared option, its default where none is given
     assert retriever.shard_size == 2 and retriever.index_config.parameters()["index"] == "hnsw"
     suite = tiny_suite()
     retriever.index(suite.corpus, context(tmp_path))

@@ -23,8 +23,6 @@ from harness.cli.main import main
 
 torch = pytest.importorskip("torch")
 
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=128, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "black", "white"]
 
 
@@ -36,17 +34,6 @@ def one_line_exit_2(code: int, err: str, *fragments: str) -> None:
         assert fragment in err, err
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    """A plain transformers BERT directory (CLS pooling unless --pooling says otherwise)."""
-    from helpers.dense_models import save_tokenizer
-    from transformers import BertConfig, BertModel
-
-    directory = tmp_path_factory.mktemp("tiny-bert")
-    save_tokenizer(directory)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=30522, **TINY), add_pooling_layer=False).save_pretrained(directory)
-    return directory
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def test_published_rows_sit_beside_results_of_their_suite(tmp_path):
               PublishedRow(system="Other suite", suite="trivia", values={20: 1.0})),
     )
     markdown = board(tmp_path, [doc], published=[table])
-    rows = cells(markdown, raw=True)
+    suites, literature = markdown.split("## The literature, suite by suite")
+    rows = cells(suites, raw=True)
     published = [r for r in rows if r[0].startswith("*published:*")]
     assert len(published) == 1
     assert published[0][:2] == ["*published:* BM25 (paper)", "[Someone 2020, Table 1](https://example.org/t1)"]
