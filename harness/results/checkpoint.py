@@ -51,6 +51,7 @@ from typing import Any
 import msgspec
 
 from harness.errors import HarnessError, InputFileError
+from harness.results.records import converts
 
 SCHEMA = "harness-training/1"
 RECORD_FILE = "harness_training.json"
@@ -121,14 +122,6 @@ def _a(kind: type) -> str:
     return f"a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}"
 
 
-def _converts(value: Any, kind: Any) -> bool:
-    try:
-        msgspec.convert(value, type=kind, strict=True)
-    except msgspec.ValidationError:
-        return False
-    return True
-
-
 def _problems(record: Any, *, writing: bool = False) -> list[str]:
     """Every problem of ``record`` (each key checked against :class:`TrainingRecord`'s type)."""
     if not isinstance(record, dict):
@@ -140,24 +133,24 @@ def _problems(record: Any, *, writing: bool = False) -> list[str]:
         value = record.get(key)
         if value is None and key in WRITTEN and not writing:
             continue
-        if not _converts(value, kind):
+        if not converts(value, kind):
             out.append(f"'{key}' is missing or not {_a(kind)}")
         elif kind is str and not value.strip():
             out.append(f"'{key}' is empty")
     for key, kind in OPTIONAL.items():
         value = record.get(key)
-        if value is not None and not _converts(value, kind):
+        if value is not None and not converts(value, kind):
             out.append(f"'{key}' is not {_a(kind)}")
     data = record.get("data")
     if isinstance(data, list):
         out += [f"'data'[{i}] is not an object" for i, entry in enumerate(data) if not isinstance(entry, dict)][:1]
     recipe = record.get("recipe")
-    if isinstance(recipe, dict) and not _converts(recipe, RecipeEntry):
+    if isinstance(recipe, dict) and not converts(recipe, RecipeEntry):
         out.append("'recipe'.'loss' is not an object with a \"name\"")
     labels = record.get("labels")
     if isinstance(labels, dict):
         for label, entry in labels.items():
-            if not label or not _converts(entry, LabelEntry) or not entry["folder"]:
+            if not label or not converts(entry, LabelEntry) or not entry["folder"]:
                 out.append(f"'labels'.{label!r} is not an object {{\"folder\": ...}} naming a folder")
                 break
             if not writing and not _inside(entry["folder"]):

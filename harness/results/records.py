@@ -142,7 +142,8 @@ def _field_type(kind: Any, name: str) -> Any:
     return Any
 
 
-def _converts(value: Any, kind: Any) -> bool:
+def converts(value: Any, kind: Any) -> bool:
+    """Whether ``value`` converts to ``kind`` strictly (msgspec's own check, no coercion)."""
     try:
         msgspec.convert(value, type=kind, strict=True)
     except msgspec.ValidationError:
@@ -164,7 +165,7 @@ def field_path(data: Any, path: str) -> list[str | int]:
         elif index == "...":
             kind = _value_type(kind)
             inner = typing.get_args(kind)[1] if typing.get_origin(kind) is dict else Any
-            bad = next((k for k, v in value.items() if not _converts(v, inner)), None) if isinstance(value, Mapping) else None
+            bad = next((k for k, v in value.items() if not converts(v, inner)), None) if isinstance(value, Mapping) else None
             if bad is None:
                 break
             steps.append(bad)
