@@ -150,11 +150,12 @@ def _meta_problems(value: Any, where: str) -> list[str]:
     return problems
 
 
-def metadata_problems(result: Result) -> list[str]:
+def metadata_problems(result: Result, *, unknown_training: bool = True) -> list[str]:
     """The problems of ``result``'s model metadata, each one line naming its field: a recorded
-    ``model`` block that is not what :func:`model_block` writes, and a first stage whose
-    metadata, recorded or derived (:func:`result_meta`), says nothing of the training sets it saw
-    (declare ``meta=`` on the spec, with ``trained_on``). Empty when it is all there."""
+    ``model`` block that is not what :func:`model_block` writes, and (unless ``unknown_training``
+    is false) a first stage whose metadata, recorded or derived (:func:`result_meta`), says nothing
+    of the training sets it saw (declare ``meta=`` on the spec, with ``trained_on``). Empty when it
+    is all there."""
     problems: list[str] = []
     block = result.data.get(MODEL_KEY)
     if block is not None:
@@ -169,7 +170,7 @@ def metadata_problems(result: Result) -> list[str]:
     has_first, first = _recorded(block, "retriever")
     if not has_first:
         first = stage_meta("retrievers", result.retriever, result.parameters)
-    if first is None or first.trained_on is None:
+    if unknown_training and (first is None or first.trained_on is None):
         problems.append(f"'{MODEL_KEY}.retriever.trained_on': the training sets retriever {result.retriever!r} saw are "
                         "unknown (its spec declares no meta=ModelMeta(trained_on=...))")
     return problems

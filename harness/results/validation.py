@@ -403,11 +403,20 @@ def check_board(target: ValidationTarget, context: ValidationContext) -> list[st
 
 
 #: The checks every file that passes the schema goes through, in order.
-CHECKS: list[Check] = [check_text, check_identity, check_suite, check_metrics, check_records, check_board]
+def check_meta(target: ValidationTarget, context: ValidationContext) -> list[str]:
+    """A recorded ``model`` block is what harness writes (each field of the right kind, the
+    training sets as a list of names). A retriever that declares no training sets is valid: the
+    board shows its rows' domain as unknown, never guessed (:mod:`harness.results.meta`)."""
+    from harness.results.meta import metadata_problems
+
+    return metadata_problems(target.result, unknown_training=False)
+
+
+CHECKS: list[Check] = [check_text, check_identity, check_suite, check_metrics, check_records, check_meta, check_board]
 
 
 __all__ = [
     "BOARD_TOLERANCE_POINTS", "CHECKS", "Check", "MAX_RESULT_BYTES", "MAX_TEXT", "ValidationContext",
     "ValidationReport", "ValidationTarget", "canonical_name", "check_board", "check_identity", "check_metrics",
-    "check_records", "check_suite", "check_text", "result_paths", "validate_file", "validate_files",
+    "check_meta", "check_records", "check_suite", "check_text", "result_paths", "validate_file", "validate_files",
 ]

@@ -285,6 +285,20 @@ def test_versions_and_machine_must_be_recorded(tmp_path):
         "'versions.harness'", "'versions.plugins'", "'machine.platform'", "'machine.cpu_count'"]
 
 
+def test_a_malformed_model_block_is_refused_and_unknown_training_sets_are_valid(tmp_path):
+    doc = honest()
+    doc["model"] = {"retriever": {"trained_on": "nq"}, "decoder": {}}
+    lines = problems(write(tmp_path, doc))
+    assert len(lines) == 2 and "'model.decoder' is not a stage" in lines[0], lines
+    assert "'model.retriever.trained_on' must be a list of training set names" in lines[1], lines
+    doc["model"] = {"retriever": {"trained_on": "nq"}}
+    lines = problems(write(tmp_path, doc))
+    assert len(lines) == 1 and "'model.retriever.trained_on'" in lines[0], lines
+    # the committed `dense` row's retriever declares no training sets: valid, its domain unknown
+    dense = BOARD / "demo--dense--75e4b2f3.json"
+    assert problems(dense, board=BOARD) == []
+
+
 def test_a_suite_not_installed_is_refused(tmp_path):
     doc = honest()
     doc["suite"]["name"] = "no-such-suite"
