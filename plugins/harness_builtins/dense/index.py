@@ -222,6 +222,8 @@ class DenseIndex:
         self.cache = cache
         self.config = config
         self.on_gpu = on_gpu
+        self._tie_keys: np.ndarray | None = None  # tie_key of each row, where ``_tie_known``
+        self._tie_known: np.ndarray | None = None
         #: Objects the index needs alive (GPU resources and sub-indexes of a sharded index).
         self.keep: list[Any] = []
         #: hnsw_metric="l2": the squared norm the passages were lifted to (DPR's transform).
@@ -463,12 +465,11 @@ class DenseIndex:
                 found = rows[j][rows[j] >= 0]
                 vectors = self.cache.reference_rows(found)
                 exact = exact_scores(vectors, queries[q])
-                names = self.cache.passage_ids(found)
-                order = np.lexsort((np.array([tie_key(n) for n in names], dtype=np.uint64), -exact.astype(np.float64)))
+                order = _by_score_then_id(exact, found, self._tie_keys_of)
                 top = order[:k]
                 scores[q, :] = -np.inf
                 scores[q, : len(top)] = exact[top]
-                ids[q] = [names[i] for i in top]
+                ids[q] = self.cache.passage_ids(found[top])
                 ceiling = None if ceilings is None else float(ceilings[j])
                 proven = ceiling is None or (len(top) == k and ceiling < float(exact[top[-1]]))
                 if self.cache.rounded and ceiling is not None:
@@ -482,6 +483,36 @@ class DenseIndex:
             todo = np.array(again, dtype=np.int64)
             m = min(m * CANDIDATE_GROWTH, len(self), MAX_CANDIDATES)
         return Ranked(scores, ids, sum(unproven.values()))
+
+    def _tie_keys_of(self, rows: np.ndarray) -> np.ndarray:
+        """:func:`tie_key` of each row's passage id, each row's computed once per index (a
+        collapsed encoder ties most rows on every question)."""
+        if self._tie_keys is None:
+            self._tie_keys = np.zeros(len(self), dtype=np.uint64)
+            self._tie_known = np.zeros(len(self), dtype=bool)
+        new = np.unique(rows[~self._tie_known[rows]])
+        if len(new):
+            self._tie_keys[new] = np.array([tie_key(n) for n in self.cache.passage_ids(new)], dtype=np.uint64)
+            self._tie_known[new] = True
+        return self._tie_keys[rows]
+
+
+def _by_score_then_id(exact: np.ndarray, rows: np.ndarray, tie_keys: Any) -> np.ndarray:
+    """The order of ``rows`` by ``exact`` score, best first, equal scores by :func:`tie_key` of
+    their passage ids (``tie_keys(rows)``, asked only for the rows that tie: the order is that of
+    sorting every row by (score, tie key))."""
+    negated = -exact.astype(np.float64)
+    by_score = np.argsort(negated, kind="stable")
+    sorted_scores = negated[by_score]
+    same = sorted_scores[1:] == sorted_scores[:-1]
+    tied = np.zeros(len(by_score), dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    keys = np.zeros(len(exact), dtype=np.uint64)
+    if tied.any():
+        which = by_score[tied]
+        keys[which] = tie_keys(rows[which])
+    return np.lexsort((keys, negated))
 
 
 #: A question whose ranking the candidates cannot prove is searched again with this many times

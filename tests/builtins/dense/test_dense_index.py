@@ -132,3 +132,24 @@ def test_flat_over_memory_maps_when_ram_is_short_is_exact(tmp_path, monkeypatch)
         np.testing.assert_allclose(scores, ram_scores, rtol=1e-6)
     ref_scores, ref_rows = brute_force_search(cache.all_vectors(), queries, 10)
     np.testing.assert_array_equal(mapped.search(queries, 10)[1], ref_rows)
+
+
+def test_equal_scores_are_ordered_by_passage_id_digest_as_a_full_sort_would():
+    """Tie keys are looked up only for rows whose scores tie; the order is the full (score, tie key) sort."""
+    from harness_builtins.dense.index import _by_score_then_id, tie_key
+
+    rng = np.random.default_rng(3)
+    names = [f"p{i}" for i in range(400)]
+    for exact in (rng.integers(0, 5, 400).astype(np.float32), rng.standard_normal(400).astype(np.float32),
+                  np.zeros(400, np.float32)):
+        rows = rng.permutation(400)
+        asked = []
+
+        def keys(which):
+            asked.extend(which.tolist())
+            return np.array([tie_key(names[r]) for r in which], dtype=np.uint64)
+
+        full = np.lexsort((np.array([tie_key(names[r]) for r in rows], dtype=np.uint64), -exact.astype(np.float64)))
+        assert _by_score_then_id(exact, rows, keys).tolist() == full.tolist()
+        distinct = len(np.unique(exact)) == len(exact)
+        assert (asked == []) == distinct
