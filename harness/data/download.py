@@ -46,104 +46,34 @@ with ``$HARNESS_CACHE_DIR``); see :func:`data_dir`.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import http.client
-import json
-import logging
 import os
-import re
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
 
-from harness.util.atomic import write_text_atomic
+from harness.data.digests import (
+    changed_error,
+    distrust,
+    first_record,
+    recorded_if_current,
+    remember,
+    recorded_sha256,
+    sha256_file,
+)
+from harness.data.remote import (
+    CHUNK,
+    DATA_ENV,
+    OFFLINE_ENV,
+    ChecksumError,
+    DownloadError,
+    FetchResult,
+    OfflineError,
+    RemoteFile,
+    size_text,
+)
+from harness.data.transfer import ATTEMPTS, BACKOFF_S, TIMEOUT_S, download_into, locked_partial, unlink_quietly
+from harness.errors import warn
 from harness.util.cache import cache_dir
-from harness.errors import HarnessError, warn
-from harness.util.progress import progress as progress_bar
 
-try:  # POSIX; on other systems concurrent fetches of one file are simply not coordinated
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
-log = logging.getLogger(__name__)
-
-DATA_ENV = "HARNESS_DATA_DIR"
-OFFLINE_ENV = "HARNESS_OFFLINE"
-
-#: Failed tries in a row (without any bytes received) before giving up.
-ATTEMPTS = 3
-#: First retry delay in seconds; doubled for each further failure in a row (capped at 30 s).
-BACKOFF_S = 1.0
-#: Hard bound on tries for one fetch, even when every try makes some progress.
-MAX_TRIES = 100
-#: Socket timeout (connect and each read) in seconds.
-TIMEOUT_S = 60.0
-CHUNK = 1 << 20
-
-_USER_AGENT = "odqa-harness (urllib)"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
-_UNSATISFIED_RANGE = re.compile(r"bytes\s+\*/(\d+)", re.IGNORECASE)
-_RETRY_STATUS = {408, 425, 429}
 _FALSE = {"", "0", "false", "no", "off"}
-
-
-class DownloadError(HarnessError):
-    """A file could not be downloaded (HTTP error, network failure, unwritable data folder)."""
-
-
-class ChecksumError(DownloadError):
-    """A file's sha256 or size is not the pinned one; the download has been discarded."""
-
-
-class OfflineError(DownloadError):
-    """Offline mode is on and the file is not in the data folder; says where to get it and put it."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RemoteFile:
-    """A file to download: ``url``, ``path`` (relative, ``/``-separated, under the data folder),
-    and its pinned ``sha256`` (lowercase hex) and ``size`` in bytes when known."""
-
-    url: str
-    path: str
-    sha256: str | None = None
-    size: int | None = None
-
-    def __post_init__(self) -> None:
-        scheme = urllib.parse.urlsplit(self.url).scheme.lower()
-        if scheme not in ("http", "https", "file"):
-            raise ValueError(f"RemoteFile.url must be an http(s):// or file:// URL, got {self.url!r}")
-        relative = PurePosixPath(self.path)
-        if (
-            not self.path
-            or "\\" in self.path
-            or relative.is_absolute()
-            or any(part in ("", ".", "..") for part in self.path.split("/"))
-        ):
-            raise ValueError(f"RemoteFile.path must be a relative path without '..', got {self.path!r}")
-        if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
-            raise ValueError(f"RemoteFile.sha256 must be 64 lowercase hex digits, got {self.sha256!r}")
-        if self.size is not None and (isinstance(self.size, bool) or self.size < 0):
-            raise ValueError(f"RemoteFile.size must be a non-negative int, got {self.size!r}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class FetchResult:
-    """A file ready to use: where it is, its sha256, whether this call downloaded it, and whether
-    the sha256 was checked against a pinned one (``False``: none is pinned; record ``sha256``)."""
-
-    path: Path
-    sha256: str
-    downloaded: bool
-    verified: bool
 
 
 def data_dir() -> Path:
@@ -172,20 +102,6 @@ def partial_path(final: Path) -> Path:
     return final.with_name(final.name + ".part")
 
 
-def sha256_file(path: str | os.PathLike, *, progress: bool = False) -> str:
-    """The sha256 hex digest of a file, read in chunks (with an optional progress bar)."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    with open(path, "rb") as f, progress_bar(
-        total=os.fstat(f.fileno()).st_size, enabled=progress, unit="B", unit_scale=True,
-        unit_divisor=1024, desc=f"checking {path.name}",
-    ) as bar:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-            bar.update(len(chunk))
-    return digest.hexdigest()
-
-
 def verify(path: str | os.PathLike, *, sha256: str | None, size: int | None = None, progress: bool = False) -> None:
     """Re-hash ``path`` and compare with ``sha256`` and ``size``; raise :class:`ChecksumError` if
     they differ (or :class:`DownloadError` if the file is missing). Always reads the whole file.
@@ -197,24 +113,24 @@ def verify(path: str | os.PathLike, *, sha256: str | None, size: int | None = No
         actual_size = path.stat().st_size
     except FileNotFoundError:
         raise DownloadError(f"{path} is missing") from None
-    first = _first_record(path) if sha256 is None else None
+    first = first_record(path) if sha256 is None else None
     if size is not None and actual_size != size:
-        _distrust(path)
+        distrust(path)
         raise ChecksumError(
             f"{path} has {actual_size} bytes, expected {size}: it is corrupt or incomplete; "
             "delete it and download it again"
         )
     actual = sha256_file(path, progress=progress)
     if sha256 is not None and actual != sha256.lower():
-        _distrust(path)
+        distrust(path)
         raise ChecksumError(
             f"{path} does not match its pinned checksum (expected sha256 {sha256}, got {actual}): "
             "it is corrupt or not the right file; delete it and download it again"
         )
     if first is not None and actual != first:
-        _distrust(path)
-        raise _changed(path, first, actual)
-    _remember(path, actual, trusted=sha256 is not None)
+        distrust(path)
+        raise changed_error(path, first, actual)
+    remember(path, actual, trusted=sha256 is not None)
 
 
 def fetch(
@@ -245,12 +161,12 @@ def fetch(
     except OSError as exc:
         raise DownloadError(f"cannot create the data folder {final.parent}: {exc}") from None
     part = partial_path(final)
-    with _locked_partial(part) as partial:
+    with locked_partial(part) as partial:
         try:
             if final.is_file():  # another process finished it while we waited for the lock
                 return _use_local(remote, final, progress)
             try:
-                _download(remote, partial, progress=progress, attempts=attempts, timeout=timeout)
+                download_into(remote, partial, progress=progress, attempts=attempts, timeout=timeout)
             except ChecksumError:
                 raise
             except DownloadError as exc:
@@ -274,13 +190,13 @@ def fetch(
                 partial.file.close()
             os.replace(part, final)
         except ChecksumError:
-            _unlink(part)
+            unlink_quietly(part)
             raise
         except OSError as exc:
             raise DownloadError(f"cannot write {final}: {exc}") from None
         finally:
             partial.discard_if_empty()
-    _remember(final, digest, trusted=True)  # a fresh download: its digest is the one to keep
+    remember(final, digest, trusted=True)  # a fresh download: its digest is the one to keep
     if remote.sha256 is None and warn_unpinned:
         warn(f"no checksum is pinned for {remote.url}; its sha256 is {digest} (record it to pin the file)")
     return FetchResult(path=final, sha256=digest, downloaded=True, verified=remote.sha256 is not None)
@@ -288,16 +204,6 @@ def fetch(
 
 #: The command that lists every file a run needs and the data folder lacks (``harness.data.needs``).
 LISTING = "harness data missing"
-
-
-def size_text(size: int | None) -> str:
-    """A size for messages: ``13.0 GB``, ``296.9 kB`` (decimal units), or that none is published."""
-    if size is None:
-        return "size not published"
-    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} B"
 
 
 def offline_message(remote: RemoteFile, final: Path, *, how: str = f"{OFFLINE_ENV}=1", listing: str = LISTING) -> str:
@@ -320,9 +226,6 @@ def _elsewhere(remote: RemoteFile, final: Path) -> str:
     )
 
 
-# -- files already in the data folder ------------------------------------------------------------
-
-
 #: Files up to this size are re-hashed on every use; larger ones when their stat record changed.
 REHASH_BYTES = 64 << 20
 
@@ -337,379 +240,27 @@ def _use_local(remote: RemoteFile, final: Path, show: bool) -> FetchResult:
             f"{final} has {st.st_size} bytes, expected {remote.size}: it is corrupt or not the right file; "
             f"delete it and run again to download it from {remote.url}"
         )
-    first = _first_record(final) if remote.sha256 is None else None
+    first = first_record(final) if remote.sha256 is None else None
     expected = remote.sha256 or first
-    digest = _recorded(final, st) if st.st_size > REHASH_BYTES else None
+    digest = recorded_if_current(final, st) if st.st_size > REHASH_BYTES else None
     if digest is None or (expected is not None and digest != expected):
         digest = sha256_file(final, progress=show)
         if remote.sha256 is not None and digest != remote.sha256:
-            _distrust(final)
+            distrust(final)
             raise ChecksumError(
                 f"{final} does not match its pinned checksum (expected sha256 {remote.sha256}, got {digest}): "
                 f"it is corrupt or not the right file; delete it and run again to download it from {remote.url}"
             )
         if first is not None and digest != first:
-            _distrust(final)
-            raise _changed(final, first, digest, remote.url)
-        _remember(final, digest, trusted=remote.sha256 is not None)
+            distrust(final)
+            raise changed_error(final, first, digest, remote.url)
+        remember(final, digest, trusted=remote.sha256 is not None)
     return FetchResult(path=final, sha256=digest, downloaded=False, verified=remote.sha256 is not None)
 
 
-def _record_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.verified")
 
-
-def _recorded(path: Path, st: os.stat_result) -> str | None:
-    """The digest recorded for ``path`` if the record matches its current size and mtime."""
-    try:
-        record = json.loads(_record_path(path).read_text(encoding="utf-8"))
-        current = (record["size"], record["mtime_ns"], record["ctime_ns"], record["inode"]) == (
-            st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-        )
-        if current and _SHA256.fullmatch(record["sha256"]):
-            return record["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
-
-
-def recorded_sha256(path: str | os.PathLike) -> str | None:
-    """The sha256 recorded when ``path`` was last fetched or verified (even if the file changed
-    since), or None. ``harness data verify`` checks files with no pinned checksum against it."""
-    try:
-        record = json.loads(_record_path(Path(path)).read_text(encoding="utf-8"))
-        digest = record["sha256"]
-        return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _first_record(path: Path) -> str | None:
-    """The digest recorded for ``path`` (a file with no pinned checksum) when it first arrived, or
-    None when there is no record; a record that cannot be read is a :class:`ChecksumError`, since
-    nothing else says what the file should hold."""
-    record_path = _record_path(path)
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        digest = record["sha256"]
-        if isinstance(digest, str) and _SHA256.fullmatch(digest):
-            return digest
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    raise ChecksumError(
-        f"{record_path}: the record of the sha256 of {path.name} (no checksum is pinned for it) is damaged, "
-        f"so the file cannot be checked; delete {path} and {record_path.name} to download it again"
-    )
-
-
-def _changed(path: Path, recorded: str, found: str, url: str | None = None) -> ChecksumError:
-    source = f" from {url}" if url else ""
-    return ChecksumError(
-        f"{path} changed after it was first downloaded: its sha256 is {found}, but {recorded} was recorded then "
-        f"(in {_record_path(path).name}; no checksum is pinned for it), so it is not used; delete it and run again "
-        f"to download it afresh{source} (or delete {_record_path(path).name} too to accept the file as it is now)"
-    )
-
-
-def _remember(path: Path, digest: str, *, trusted: bool) -> None:
-    """Record that ``path`` (as it is now) has ``digest``; best effort (the folder may be read-only).
-
-    ``trusted``: ``digest`` was checked against a pinned checksum or comes from a fresh download,
-    so it replaces any record. Otherwise a record of another digest is never overwritten: that is
-    a :class:`ChecksumError` (the callers compare with the record first; this is the last guard)."""
-    if not trusted:
-        earlier = _first_record(path)
-        if earlier is not None and earlier != digest:
-            raise _changed(path, earlier, digest)
-    try:
-        st = path.stat()
-        record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-                  "inode": st.st_ino}
-        write_text_atomic(_record_path(path), json.dumps(record) + "\n")
-    except OSError:
-        pass
-
-
-def _distrust(path: Path) -> None:
-    """``path`` failed a check: keep its recorded digest (the reference for a file with no pinned
-    checksum) but drop the stat fields, so that no later use skips hashing it."""
-    record_path = _record_path(path)
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        digest = json.loads(record_path.read_text(encoding="utf-8"))["sha256"]
-        if isinstance(digest, str) and _SHA256.fullmatch(digest):
-            write_text_atomic(record_path, json.dumps({"sha256": digest}) + "\n")
-            return
-    with contextlib.suppress(OSError):
-        record_path.unlink()
-
-
-def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-
-
-# -- the partial download ------------------------------------------------------------------------
-
-
-class _Partial:
-    """The locked ``.part`` file (opened for appending) and a running sha256 of its content."""
-
-    def __init__(self, path: Path, file: IO[bytes]):
-        self.path, self.file = path, file
-        self.size = 0
-        self._hash = hashlib.sha256()
-
-    def rehash(self, bar: Any) -> None:
-        """Hash what is already on disk (a download being resumed)."""
-        self._hash, self.size = hashlib.sha256(), 0
-        self.file.seek(0)
-        while chunk := self.file.read(CHUNK):
-            self._hash.update(chunk)
-            self.size += len(chunk)
-            bar.update(len(chunk))
-
-    def append(self, chunk: bytes) -> None:
-        try:
-            self.file.write(chunk)
-        except OSError as exc:
-            raise DownloadError(f"cannot write {self.path}: {exc}") from None
-        self._hash.update(chunk)
-        self.size += len(chunk)
-
-    def restart(self, bar: Any) -> None:
-        """Throw away what was downloaded and start again from byte 0."""
-        self.file.seek(0)
-        self.file.truncate(0)
-        self._hash, self.size = hashlib.sha256(), 0
-        bar.reset(total=bar.total)
-
-    def digest(self) -> str:
-        return self._hash.hexdigest()
-
-    def matches(self, remote: RemoteFile) -> bool:
-        """Whether the partial is a complete, correct copy as far as what is pinned can tell."""
-        return (remote.size is None or self.size == remote.size) and (
-            remote.sha256 is None or self.digest() == remote.sha256
-        )
-
-    def discard_if_empty(self) -> None:
-        """Delete the ``.part`` file if it is (still ours and) empty: nothing worth resuming."""
-        with contextlib.suppress(OSError):
-            if not self.file.closed and os.path.samestat(os.fstat(self.file.fileno()), os.stat(self.path)):
-                if os.fstat(self.file.fileno()).st_size == 0:
-                    self.path.unlink()
-
-
-@contextlib.contextmanager
-def _locked_partial(part: Path) -> Iterator[_Partial]:
-    """Open (creating) and exclusively lock ``part``, waiting for another process holding it."""
-    while True:
-        try:
-            f = open(part, "a+b")
-        except OSError as exc:
-            raise DownloadError(f"cannot write {part}: {exc}") from None
-        try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    log.warning("waiting for another process downloading %s", part)
-                    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            try:
-                current = os.path.samestat(os.fstat(f.fileno()), os.stat(part))
-            except FileNotFoundError:
-                current = False
-        except BaseException:
-            f.close()
-            raise
-        if current:
-            break
-        f.close()  # the other process renamed or deleted it meanwhile: open the path afresh
-    try:
-        yield _Partial(part, f)
-    finally:
-        f.close()
-
-
-# -- transfers -----------------------------------------------------------------------------------
-
-
-class _Retry(Exception):
-    """A transient failure (network, timeout, 5xx): try again, resuming from what is on disk."""
-
-
-@dataclass(kw_only=True)
-class _Response:
-    """What a server sent: status, first byte of the body within the file, body length, file size."""
-
-    status: int
-    body: Any = None
-    start: int | None = 0
-    length: int | None = None
-    total: int | None = None
-
-    def close(self) -> None:
-        if self.body is not None:
-            self.body.close()
-
-
-def _download(remote: RemoteFile, partial: _Partial, *, progress: bool, attempts: int, timeout: float) -> None:
-    """Complete ``partial`` (resuming it), retrying transient failures; it is verified by the caller."""
-    name = PurePosixPath(remote.path).name
-    bar_options = dict(unit="B", unit_scale=True, unit_divisor=1024, desc=name)
-    with progress_bar(total=remote.size, enabled=progress, **bar_options) as bar:
-        partial.rehash(bar)
-        failures = tries = 0
-        while True:
-            tries += 1
-            before = partial.size
-            try:
-                _attempt(remote, partial, bar, timeout)
-                return
-            except _Retry as exc:
-                reason = str(exc)
-            failures = 1 if partial.size > before else failures + 1
-            if failures >= attempts or tries >= MAX_TRIES:
-                kept = f"; {partial.size} bytes are kept in {partial.path}, run again to resume" if partial.size else ""
-                raise DownloadError(
-                    f"could not download {remote.url} after {tries} attempt{'s' if tries > 1 else ''}: {reason}{kept}"
-                ) from None
-            delay = min(BACKOFF_S * 2 ** (failures - 1), 30.0)
-            log.info("download of %s failed (%s); retrying in %.1f s", remote.url, reason, delay)
-            time.sleep(delay)
-
-
-def _attempt(remote: RemoteFile, partial: _Partial, bar: Any, timeout: float) -> None:
-    """One request: append the rest of the file to ``partial``, or raise :class:`_Retry`."""
-    if remote.size is not None and partial.size >= remote.size:
-        if partial.matches(remote):
-            return  # complete already (e.g. interrupted between download and rename)
-        partial.restart(bar)
-    offset = partial.size
-    response = _open(remote.url, offset, timeout)
-    try:
-        if response.status == 416:
-            if offset == 0:
-                raise DownloadError(f"cannot download {remote.url}: HTTP 416 Range Not Satisfiable")
-            if response.total in (None, offset) and partial.matches(remote):
-                return  # the partial was complete
-            partial.restart(bar)
-            raise _Retry(f"the server cannot resume at byte {offset} (HTTP 416); starting over")
-        if response.status == 206 and response.start != offset:
-            partial.restart(bar)
-            raise _Retry(f"the server sent an inconsistent Content-Range for bytes {offset}-; starting over")
-        if response.status != 206 and offset:
-            log.info("%s does not support resuming (HTTP %s to a range request); starting over",
-                     remote.url, response.status)
-            partial.restart(bar)
-        start = partial.size
-        total = response.total
-        if total is not None and remote.size is not None and total != remote.size:
-            raise ChecksumError(
-                f"{remote.url} is {total} bytes, expected {remote.size}: the file at that URL has changed "
-                "(please report it); nothing was kept"
-            )
-        if total is not None and bar.total != total:
-            bar.total = total
-            bar.refresh()
-        goal = total if total is not None else (start + response.length if response.length is not None else None)
-        while True:
-            try:
-                chunk = response.body.read(CHUNK)
-            except (OSError, http.client.HTTPException) as exc:
-                raise _Retry(_describe(exc)) from None
-            if not chunk:
-                break
-            if (remote.size is not None and partial.size + len(chunk) > remote.size) or (
-                goal is not None and partial.size + len(chunk) > goal
-            ):
-                raise ChecksumError(
-                    f"{remote.url} sent more bytes than expected ({goal if goal is not None else remote.size}); "
-                    "the download was deleted. Run again; if this persists the file at that URL has changed"
-                )
-            partial.append(chunk)
-            bar.update(len(chunk))
-        want = goal if goal is not None else remote.size
-        if want is not None and partial.size < want:
-            raise _Retry(f"the connection closed after {partial.size} of {want} bytes")
-    finally:
-        response.close()
-
-
-def _open(url: str, offset: int, timeout: float) -> _Response:
-    """Request ``url`` from byte ``offset`` on (a ``Range`` request when ``offset > 0``)."""
-    if urllib.parse.urlsplit(url).scheme.lower() == "file":
-        return _open_file(url, offset)
-    headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(url, headers=headers)
-    try:
-        body = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        status, reason, response_headers = exc.code, exc.reason, exc.headers
-        exc.close()
-        if status == 416:
-            match = _UNSATISFIED_RANGE.search(response_headers.get("Content-Range", "") if response_headers else "")
-            return _Response(status=416, total=int(match.group(1)) if match else None)
-        if status >= 500 or status in _RETRY_STATUS:
-            raise _Retry(f"HTTP {status} {reason}") from None
-        raise DownloadError(f"cannot download {url}: HTTP {status} {reason}") from None
-    except (OSError, http.client.HTTPException) as exc:  # URLError, refused, DNS, timeouts, TLS
-        raise _Retry(_describe(exc)) from None
-    status = body.status
-    length = _int(body.headers.get("Content-Length"))
-    if status == 206:
-        match = _CONTENT_RANGE.fullmatch(body.headers.get("Content-Range", "").strip())
-        if not match:
-            return _Response(status=206, body=body, start=None)
-        start, end, total = int(match.group(1)), int(match.group(2)), match.group(3)
-        if length is not None and end - start + 1 != length:
-            return _Response(status=206, body=body, start=None)
-        return _Response(status=206, body=body, start=start, length=end - start + 1,
-                         total=None if total == "*" else int(total))
-    if status != 200:
-        body.close()
-        raise DownloadError(f"cannot download {url}: unexpected HTTP {status}")
-    return _Response(status=200, body=body, start=0, length=length, total=length)
-
-
-def _open_file(url: str, offset: int) -> _Response:
-    """A ``file://`` URL: the local file, from ``offset`` on (a local mirror resumes too)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.netloc not in ("", "localhost"):
-        raise DownloadError(f"cannot download {url}: only local file:// URLs are supported")
-    path = urllib.request.url2pathname(parts.path)
-    try:
-        body = open(path, "rb")
-    except FileNotFoundError:
-        raise DownloadError(f"cannot download {url}: no such file") from None
-    except OSError as exc:
-        raise DownloadError(f"cannot download {url}: {exc}") from None
-    total = os.fstat(body.fileno()).st_size
-    if offset > total:
-        body.close()
-        return _Response(status=416, total=total)
-    if offset:
-        body.seek(offset)
-        return _Response(status=206, body=body, start=offset, length=total - offset, total=total)
-    return _Response(status=200, body=body, start=0, length=total, total=total)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _describe(exc: BaseException) -> str:
-    """A short description of a network failure for one-line messages."""
-    if isinstance(exc, urllib.error.URLError) and not isinstance(exc.reason, str):
-        exc = exc.reason  # type: ignore[assignment]
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
+__all__ = [
+    "ATTEMPTS", "BACKOFF_S", "CHUNK", "DATA_ENV", "LISTING", "OFFLINE_ENV", "REHASH_BYTES", "TIMEOUT_S", "ChecksumError",
+    "DownloadError", "FetchResult", "OfflineError", "RemoteFile", "data_dir", "fetch", "is_offline", "locate",
+    "offline_message", "partial_path", "recorded_sha256", "sha256_file", "size_text", "verify",
+]

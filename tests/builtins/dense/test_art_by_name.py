@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness import registry
-from harness.data import download
+from harness.data import download, transfer
 from harness.errors import HarnessError, InputFileError
 from harness.util.atomic import COMPLETE_FILE
 from harness_builtins.dense.art import ArtEncoder
@@ -61,7 +61,7 @@ def env(tmp_path, monkeypatch, releases):
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("HARNESS_OFFLINE", raising=False)
-    monkeypatch.setattr(download, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(transfer, "BACKOFF_S", 0.0)
     with serving(releases["served"]) as server:
         monkeypatch.setenv(MIRROR_ENV, server.url)
         yield server

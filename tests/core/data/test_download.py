@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.data import download
+from harness.data import download, transfer
 from helpers.loopback import FaultyServer, serving
 from harness.data.download import (
     ChecksumError,
@@ -53,7 +53,7 @@ def _server():
 @pytest.fixture
 def server(_server, monkeypatch):
     _server.reset()
-    monkeypatch.setattr(download, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(transfer, "BACKOFF_S", 0.0)
     monkeypatch.delenv("HARNESS_OFFLINE", raising=False)
     yield _server
     _server.reset()
@@ -210,7 +210,7 @@ def test_not_found_is_a_one_line_error_naming_the_url(server, tmp_path):
 
 @pytest.mark.parametrize("fault", ["404", "unreachable"])
 def test_a_failed_download_says_where_the_file_goes_and_how_to_bring_it_offline(server, tmp_path, monkeypatch, fault):
-    monkeypatch.setattr(download, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(transfer, "BACKOFF_S", 0.0)
     if fault == "404":
         wanted = RemoteFile(url=f"{server.url}/dpr-qas/nope.txt", path="dpr-qas/nope.txt", size=2_500_000)
     else:
@@ -318,7 +318,7 @@ def test_file_urls_work_and_resume(tmp_path):
 def test_unreachable_server_is_retried_then_reported(tmp_path, monkeypatch):
     import socket
 
-    monkeypatch.setattr(download, "BACKOFF_S", 0.0)
+    monkeypatch.setattr(transfer, "BACKOFF_S", 0.0)
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
